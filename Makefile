@@ -1,0 +1,43 @@
+# make test: create .venv, install everything (Python and Debian packages), lint, type-check, test.
+# make demo: install and run the main job.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEBS := prometheus prometheus-alertmanager chromium
+
+.PHONY: test demo install debs lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+debs:
+	@missing=""; for p in promtool amtool chromium; do command -v $$p >/dev/null 2>&1 || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS); \
+	fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict src/
+
+pytest: $(STAMP) debs
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+test: lint typecheck pytest
+
+demo: $(STAMP)
+	$(BIN)/suanli demo
+
+bench: $(STAMP) debs
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""suanli.report"""

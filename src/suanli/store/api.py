@@ -1,0 +1,107 @@
+"""The one query interface every analysis reads through. Backends (DuckDB by default, later
+Prometheus-compatible TSDBs) implement :class:`Store`; analyses never know which is behind it.
+
+Times are float epoch seconds; ``start``/``end`` of None mean "no bound". Arrays are NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
+
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series over a time range: sorted by time, one value per timestamp (last write won)."""
+
+    key: SeriesKey
+    ts: F64
+    values: F64
+
+
+@dataclass(frozen=True)
+class SpanFrame:
+    """Spans as columns (same length, row i is one span). ``rank``/``step`` are -1 where unknown."""
+
+    job_id: npt.NDArray[np.object_]
+    rank: npt.NDArray[np.int64]
+    step: npt.NDArray[np.int64]
+    name: npt.NDArray[np.object_]
+    start_s: F64
+    end_s: F64
+    gpu_id: npt.NDArray[np.object_]
+    node_id: npt.NDArray[np.object_]
+    trace_id: npt.NDArray[np.object_]
+    span_id: npt.NDArray[np.object_]
+    parent_id: npt.NDArray[np.object_]
+
+    def __len__(self) -> int:
+        return len(self.start_s)
+
+
+class Store(Protocol):
+    # -- writing (ingest side) --------------------------------------------------------------
+    def put_inventory(self, text: str, source: str) -> None:
+        """Keep the inventory YAML the data was resolved against (``--db`` diagnose reloads it)."""
+
+    def inventory_text(self) -> str | None: ...
+
+    def add_samples(self, key: SeriesKey, ts: F64, values: F64) -> None:
+        """Append samples of one series (any order, duplicates allowed: last write wins)."""
+
+    def add_spans(self, spans: Iterable[Span]) -> None: ...
+
+    def add_events(self, events: Iterable[Event]) -> None: ...
+
+    def add_report(self, source: str, report: IngestReport) -> None:
+        """Remember what one ingest run loaded, left unresolved and rejected."""
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    # -- reading (analysis side) ------------------------------------------------------------
+    def metrics(self) -> list[str]:
+        """Metric names present."""
+
+    def series_keys(self, metric: str | None = None) -> list[SeriesKey]: ...
+
+    def series(self, metric: str, entity_ids: Sequence[str] | None = None,
+               start: float | None = None, end: float | None = None) -> list[Series]:
+        """Raw samples per series (NaN kept; DCGM blank sentinels already turned into NaN)."""
+
+    def rate(self, metric: str, entity_ids: Sequence[str] | None = None,
+             start: float | None = None, end: float | None = None) -> list[Series]:
+        """Per-second rate between consecutive samples of a counter, with Prometheus' reset rule
+        (a drop means the counter restarted from zero: the increase is the new value).
+        ``ts`` are the later sample times; one fewer point than the raw series."""
+
+    def increase(self, metric: str, entity_ids: Sequence[str] | None = None,
+                 start: float | None = None, end: float | None = None) -> dict[SeriesKey, float]:
+        """Total increase of each counter series over the range, resets handled."""
+
+    def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
+              start: float | None = None, end: float | None = None,
+              steps: tuple[int, int] | None = None) -> SpanFrame: ...
+
+    def span_attrs(self, job_id: str | None = None, name: str | None = None,
+                   keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:
+        """Selected attributes of spans as columns aligned with ``spans(job_id, [name])``."""
+
+    def events(self, entity_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
+               start: float | None = None, end: float | None = None) -> list[Event]: ...
+
+    def time_range(self) -> tuple[float, float] | None:
+        """Earliest and latest timestamp over samples, spans and events; None when empty."""
+
+    def reports(self) -> list[tuple[str, IngestReport]]: ...
+
+    def unresolved_series(self) -> list[SeriesKey]: ...
