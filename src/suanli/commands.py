@@ -1,0 +1,303 @@
+"""Bodies of the CLI verbs (cli.py holds their flags). Thin wiring over the packages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from suanli.errors import InputError
+from suanli.timefmt import parse_time
+
+if TYPE_CHECKING:
+    from suanli.incidents.diagnose import Diagnosis
+    from suanli.inventory import Inventory
+    from suanli.store.duck import DuckStore
+
+
+def _progress() -> Any:
+    from suanli.cli import progress_bar
+
+    return progress_bar()
+
+
+# ----------------------------------------------------------------------------------- simulate
+
+def simulate_cmd(out: Console, scenario: str | None, out_dir: Path | None, seed: int,
+                 nodes: int | None, minutes: float | None, list_: bool) -> int:
+    from suanli.sim import list_scenarios, simulate
+
+    if list_:
+        table = Table("scenario", "what it injects", title="suanli simulate --scenario NAME")
+        for name, desc in list_scenarios():
+            table.add_row(name, desc)
+        out.print(table)
+        return 0
+    if not scenario or out_dir is None:
+        raise InputError("simulate needs --scenario NAME and --out DIR (or --list)")
+    if nodes is not None and not 2 <= nodes <= 1280:
+        raise InputError(f"--nodes {nodes}: expected 2..1280")
+    with _progress() as progress:
+        path = simulate(scenario, out_dir, seed=seed, nodes=nodes, minutes=minutes, progress=progress)
+    out.print(f"wrote scenario {scenario!r} (seed {seed}) to {path}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------- ingest
+
+def _open_store(db: Path, must_exist: bool) -> DuckStore:
+    from suanli.store.duck import DuckStore
+
+    if must_exist and not db.exists():
+        raise InputError(f"{db}: no such database (run `suanli ingest PATH... --db {db}` first)")
+    return DuckStore(db)
+
+
+def _report_table(report: Any) -> Table:
+    table = Table("records", "loaded", "unresolved", title="ingest summary")
+    for kind in sorted(set(report.loaded) | set(report.unresolved)):
+        table.add_row(kind, f"{report.loaded.get(kind, 0):,}", f"{report.unresolved.get(kind, 0):,}")
+    table.add_row("rejected", f"{report.rejected:,}", "")
+    return table
+
+
+def ingest_cmd(out: Console, paths: list[Path], db: Path) -> int:
+    from suanli.store.loader import load_paths
+
+    for p in paths:
+        if not p.exists():
+            raise InputError(f"{p}: no such file or folder")
+    store = _open_store(db, must_exist=False)
+    try:
+        with _progress() as progress:
+            report = load_paths(paths, store, progress=progress)
+        store.flush()
+    finally:
+        store.close()
+    out.print(_report_table(report))
+    for reason in report.reasons[:10]:
+        out.print(f"  rejected: {reason}", markup=False, highlight=False)
+    out.print(f"database: {db}")
+    return 0
+
+
+def _inventory_of(store: Any) -> Inventory:
+    from suanli.inventory import parse_inventory
+
+    text = store.inventory_text()
+    if not text:
+        raise InputError("the database holds no inventory: ingest an inventory.yaml with the data")
+    return parse_inventory(text, "inventory.yaml (stored)")
+
+
+# -------------------------------------------------------------------------------------- check
+
+def check_cmd(out: Console, db: Path, rules: Path | None) -> int:
+    from suanli.rules import load_rules
+    from suanli.store.check import check
+
+    ruleset = load_rules(rules)
+    store = _open_store(db, must_exist=True)
+    try:
+        report = check(store, _inventory_of(store), rules_loaded=len(ruleset.rules),
+                       inhibitions=len(ruleset.inhibit_rules))
+    finally:
+        store.close()
+    for line in report.problems:
+        out.print(f"- {line}", markup=False, highlight=False)
+    table = Table("dimension", "level", "why", title="observability maturity")
+    for dim, (level, why) in report.maturity.items():
+        table.add_row(dim, str(level), why)
+    out.print(table)
+    out.print("check: ok" if report.ok else f"check: {len(report.problems)} problem(s)")
+    return 0
+
+
+# ----------------------------------------------------------------------------------- diagnose
+
+def _load_folder(folder: Path) -> DuckStore:
+    from suanli.store.duck import DuckStore
+    from suanli.store.loader import load_paths
+
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a folder")
+    if not (folder / "inventory.yaml").exists():
+        raise InputError(f"{folder}/inventory.yaml: missing (every scenario folder needs one)")
+    store = DuckStore(None)
+    with _progress() as progress:
+        load_paths([folder], store, progress=progress)
+    store.flush()
+    return store
+
+
+def read_alert_payloads(path: Path | None) -> tuple[dict[str, Any], ...]:
+    """Alertmanager webhook payloads from a file: one JSON object, a list, or JSON lines."""
+    if path is None:
+        return ()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+        items = doc if isinstance(doc, list) else [doc]
+    except json.JSONDecodeError:
+        items = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    items.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"not JSON: {exc.msg}", file=str(path), line=n) from None
+    for n, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("alerts"), list):
+            raise InputError(f"payload {n}: expected an Alertmanager webhook object with an 'alerts' list",
+                             file=str(path))
+    return tuple(items)
+
+
+def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: str | None,
+                  rules: Path | None, alerts: Path | None = None) -> tuple[Diagnosis, Any, Inventory]:
+    from suanli.incidents.diagnose import DiagnoseConfig, diagnose
+    from suanli.store.loader import missing_inputs
+
+    if (folder is None) == (db is None):
+        raise InputError("diagnose needs a scenario folder or --db FILE (one of them)")
+    store = _load_folder(folder) if folder is not None else _open_store(db, must_exist=True)  # type: ignore[arg-type]
+    inventory = _inventory_of(store)
+    window = store.time_range() or (0.0, 0.0)
+    try:
+        window = (parse_time(start) if start else window[0], parse_time(end) if end else window[1])
+    except ValueError as exc:
+        raise InputError(f"--start/--end: {exc}") from None
+    diag = diagnose(store, inventory, window=window, missing=missing_inputs(store),
+                    config=DiagnoseConfig(rules_path=rules, alert_payloads=read_alert_payloads(alerts)))
+    return diag, store, inventory
+
+
+def diagnose_cmd(out: Console, folder: Path | None, db: Path | None, as_json: bool, start: str | None,
+                 end: str | None, rules: Path | None, heatmap: Path | None, alerts: Path | None) -> int:
+    diag, store, _inv = run_diagnosis(folder, db, start, end, rules, alerts)
+    try:
+        if heatmap is not None:
+            _write_heatmap(diag, heatmap)
+        if as_json:
+            print(json.dumps(diag.to_json(), indent=2))
+        else:
+            from suanli.report.terminal import print_diagnosis
+
+            print_diagnosis(out, diag)
+    finally:
+        store.close()
+    return 0
+
+
+def _write_heatmap(diag: Diagnosis, path: Path) -> None:
+    from suanli.report.heatmap import write_heatmap
+
+    fabric = diag.results.get("fabric")
+    if fabric is None or getattr(fabric, "heatmap", None) is None:
+        raise InputError("no latency probes (suanli_link_latency_seconds) to draw a heatmap from")
+    write_heatmap(fabric.heatmap, path)
+
+
+# ---------------------------------------------------------------------------------------- rca
+
+def rca_cmd(out: Console, job: str, sla_id: str | None, start: str, end: str, out_file: Path,
+            db: Path, folder: Path | None) -> int:
+    from suanli.report.rca import write_rca
+
+    diag, store, inv = run_diagnosis(folder, None if folder else db, start, end, None)
+    try:
+        if job not in inv.jobs:
+            raise InputError(f"--job {job}: unknown job (known: {', '.join(sorted(inv.jobs))})")
+        write_rca(out_file, diag, store, inv, job, sla_id)
+    finally:
+        store.close()
+    out.print(f"wrote {out_file}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------- demo
+
+def demo_cmd(out: Console, out_dir: Path, seed: int) -> int:
+    from suanli.report.rca import write_rca
+    from suanli.report.terminal import print_diagnosis
+    from suanli.sim import demo_cluster
+
+    out.rule("suanli demo")
+    folder = demo_cluster(out_dir / "scenario", seed=seed)
+    out.print(f"simulated a 16-node cluster with two jobs and two faults into {folder}")
+    db = out_dir / "demo.duckdb"
+    if db.exists():
+        db.unlink()
+    ingest_cmd(out, [folder], db)
+    diag, store, inv = run_diagnosis(None, db, None, None, None)
+    try:
+        print_diagnosis(out, diag)
+        truth = folder / "truth.json"
+        if truth.exists():
+            faults = json.loads(truth.read_text()).get("faults", [])
+            out.print("injected (truth.json): " + "; ".join(
+                f"{f['category']} at {f['root_cause']['id']}" for f in faults))
+        for inc in diag.incidents[:1]:
+            jobs = inc.impact.get("jobs") or sorted(inv.jobs)
+            report = out_dir / "rca.html"
+            write_rca(report, diag, store, inv, str(jobs[0]), None)
+            out.print(f"root-cause report: {report}")
+        (out_dir / "diagnosis.json").write_text(json.dumps(diag.to_json(), indent=2))
+        out.print(f"diagnosis JSON: {out_dir / 'diagnosis.json'}")
+    finally:
+        store.close()
+    return 0
+
+
+# ------------------------------------------------------------------------------------ overrides
+
+def override_cmd(out: Console, gpu: str, state: str, reason: str, who: str, db: Path) -> int:
+    from suanli.analysis.overrides import record_override
+
+    if state not in ("healthy", "retired"):
+        raise InputError(f"--state {state}: expected healthy or retired")
+    path = db.with_suffix(".overrides.jsonl")
+    store = _open_store(db, must_exist=True)
+    try:
+        inv = _inventory_of(store)
+    finally:
+        store.close()
+    gpu_id = inv.resolver.gpu_any(gpu)
+    if gpu_id is None:
+        raise InputError(f"{gpu}: no such GPU in the inventory")
+    record_override(path, gpu_id, state, reason, who)
+    out.print(f"{gpu_id} marked {state} ({reason}); audit log {path}")
+    return 0
+
+
+# -------------------------------------------------------------------------------------- rules
+
+def rules_export_cmd(out: Console, err: Console, fmt: str, rules: Path | None) -> int:
+    from suanli.rules import load_rules
+    from suanli.rules.export import to_alertmanager, to_prometheus
+
+    ruleset = load_rules(rules)
+    if fmt == "prometheus":
+        text, skipped = to_prometheus(ruleset)
+    elif fmt == "alertmanager":
+        text, skipped = to_alertmanager(ruleset)
+    else:
+        raise InputError(f"--format {fmt}: expected prometheus or alertmanager")
+    print(text, end="" if text.endswith("\n") else "\n")
+    for line in skipped:
+        err.print(f"not exported: {line}", markup=False, highlight=False)
+    return 0
+
+
+def rules_check_cmd(out: Console, rules: Path | None) -> int:
+    from suanli.rules import load_rules
+
+    ruleset = load_rules(rules)
+    out.print(f"{len(ruleset.rules)} rules, {len(ruleset.inhibit_rules)} inhibit rules: ok")
+    return 0

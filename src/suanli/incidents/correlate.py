@@ -1,0 +1,195 @@
+"""Topology-aware correlation: one incident per fault, named at the faulty part.
+
+Findings (an analysis's verdict at an entity, with direct evidence) seed incidents. A finding
+whose entity depends on another finding's entity (a NIC behind a bad port, a job whose GPU fell
+off the bus) and whose time is close is that fault's symptom, not a fault of its own; so is a
+second finding on the same entity, which keeps the more specific category. Alerts then join the
+incident whose root explains them: the same entity, or an entity downstream of the root in the
+physical, logical or dataflow topology, within the correlation window. Alerts no finding
+explains group among themselves by the same rule and become incidents of their own (the rule's
+category, lower confidence) when at least one of them carries direct evidence and a category.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from suanli.incidents.model import Incident, Signal
+from suanli.inventory import Inventory
+
+__all__ = ["CorrelationConfig", "correlate"]
+
+# When two findings land on one entity, the more specific category names the fault.
+CATEGORY_PRIORITY: dict[str, int] = {
+    "gpu_lost": 100, "gpu_memory_failure": 90, "pcie_riser": 80, "nvlink_degradation": 70,
+    "gpu_thermal": 60, "gpu_memory_degradation": 50, "gpu_straggler": 40,
+    "nic_down": 85, "optical_degradation": 75, "switch_port_errors": 72,
+    "storage_slow": 60, "oom": 95, "collective_hang": 10,
+}
+# Categories a hardware fault upstream may explain (they are then its symptoms).
+FOLDABLE: frozenset[str] = frozenset({
+    "collective_hang", "gpu_straggler", "nic_down", "storage_slow", "switch_port_errors",
+    "optical_degradation", "gpu_thermal", "nvlink_degradation",
+})
+NEVER_FOLDED: frozenset[str] = frozenset({"oom"})
+
+
+@dataclass(frozen=True)
+class CorrelationConfig:
+    window_s: float = 900.0
+    """Signals further apart in time than this never join one incident."""
+    min_seed_confidence: float = 0.0
+    """Findings below this confidence do not seed incidents (they may still join one)."""
+    alert_incident_confidence: float = 0.5
+    """Confidence of an incident seeded by alerts alone (no analysis finding)."""
+
+
+def _close(a: Signal, b: Signal, window_s: float) -> bool:
+    a_end = a.end if a.end is not None else float("inf")
+    b_end = b.end if b.end is not None else float("inf")
+    return a.start <= b_end + window_s and b.start <= a_end + window_s
+
+
+class _Graph:
+    """Cached upstream/downstream questions over the inventory's topologies."""
+
+    def __init__(self, inventory: Inventory) -> None:
+        self.inv = inventory
+        self._deps: dict[str, frozenset[str]] = {}
+        self._members: dict[str, frozenset[str]] = {}
+
+    def dependents(self, entity_id: str) -> frozenset[str]:
+        if entity_id not in self._deps:
+            try:
+                deps = frozenset(self.inv.topology.dependents(entity_id))
+            except (KeyError, ValueError):
+                deps = frozenset()
+            self._deps[entity_id] = deps
+        return self._deps[entity_id]
+
+    def members(self, root: str) -> frozenset[str]:
+        """Ranks and GPUs of the jobs that depend on ``root``: where its fault shows as slowness."""
+        if root not in self._members:
+            out: set[str] = set()
+            for dep in self.dependents(root):
+                job = self.inv.jobs.get(dep)
+                if job is not None:
+                    out.update(r.id for r in job.ranks)
+                    out.update(r.gpu for r in job.ranks)
+            self._members[root] = frozenset(out)
+        return self._members[root]
+
+    def explains(self, root: str, sig: Signal, category: str | None = None) -> bool:
+        """Whether a fault at ``root`` explains ``sig``: the same entity, a dependant, or a member of
+        a dependent job — the latter only for symptoms, not for another fault's direct evidence."""
+        other = sig.entity_id
+        if root == other or other in self.dependents(root):
+            return True
+        own_fault = sig.direct and sig.category is not None and sig.category != category
+        return not own_fault and other in self.members(root)
+
+
+def _new_incident(seed: Signal) -> Incident:
+    return Incident(category=seed.category or seed.name, root_kind=seed.entity_kind,
+                    root_id=seed.entity_id, confidence=seed.confidence, start=seed.start,
+                    detected_at=seed.detected_at, end=seed.end, signals=[seed],
+                    evidence=list(seed.evidence))
+
+
+def _absorb(inc: Incident, sig: Signal) -> None:
+    inc.signals.append(sig)
+    if sig.detected_at is not None and sig.source == "rule" and sig.direct and sig.entity_id == inc.root_id:
+        inc.detected_at = sig.detected_at if inc.detected_at is None else min(inc.detected_at, sig.detected_at)
+    for line in sig.evidence:
+        if sig.source != "symptom" and line not in inc.evidence and len(inc.evidence) < 12:
+            inc.evidence.append(line)
+
+
+def _as_signal(inc: Incident) -> Signal:
+    return Signal("finding", inc.category, inc.root_kind, inc.root_id, inc.start, inc.end,
+                  inc.detected_at, inc.category, inc.confidence)
+
+
+def _merge_findings(findings: list[Signal], graph: _Graph, cfg: CorrelationConfig) -> list[Incident]:
+    """Fold findings into one another: same entity -> most specific category; downstream -> symptom."""
+    order = sorted(findings, key=lambda s: (-CATEGORY_PRIORITY.get(s.category or "", 0), -s.confidence, s.start))
+    incidents: list[Incident] = []
+    for sig in order:
+        host = None
+        for inc in incidents:
+            if not _close(_as_signal(inc), sig, cfg.window_s):
+                continue
+            same = inc.root_id == sig.entity_id
+            if same and (sig.category not in NEVER_FOLDED or inc.category == sig.category):
+                host = inc
+                break
+            if (sig.category in FOLDABLE and sig.category not in NEVER_FOLDED
+                    and inc.category not in NEVER_FOLDED and graph.explains(inc.root_id, sig, inc.category)):
+                host = inc
+                break
+        if host is None:
+            if sig.confidence >= cfg.min_seed_confidence:
+                incidents.append(_new_incident(sig))
+            continue
+        host.start = min(host.start, sig.start)
+        host.confidence = max(host.confidence, sig.confidence) if host.root_id == sig.entity_id else host.confidence
+        _absorb(host, sig)
+    return incidents
+
+
+def _best_host(sig: Signal, incidents: list[Incident], graph: _Graph, window_s: float) -> Incident | None:
+    best: tuple[tuple[int, int, float], Incident] | None = None
+    for inc in incidents:
+        if not _close(_as_signal(inc), sig, window_s) or not graph.explains(inc.root_id, sig, inc.category):
+            continue
+        rank = (int(inc.root_id == sig.entity_id), int(sig.category == inc.category), inc.confidence)
+        if best is None or rank > best[0]:
+            best = (rank, inc)
+    return None if best is None else best[1]
+
+
+def _alert_incidents(loose: list[Signal], graph: _Graph, cfg: CorrelationConfig) -> tuple[list[Incident], list[Signal]]:
+    """Alerts no finding explains: the upstream-most direct, categorised alert seeds an incident."""
+    seeds = [s for s in loose if s.direct and s.category]
+    seeds.sort(key=lambda s: (-len(graph.dependents(s.entity_id)), s.start))
+    incidents: list[Incident] = []
+    for s in seeds:
+        host = _best_host(s, incidents, graph, cfg.window_s)
+        if host is None:
+            inc = _new_incident(s)
+            inc.confidence = min(inc.confidence, cfg.alert_incident_confidence)
+            incidents.append(inc)
+        else:
+            _absorb(host, s)
+    left: list[Signal] = []
+    for s in loose:
+        if s in seeds:
+            continue
+        host = _best_host(s, incidents, graph, cfg.window_s)
+        if host is None:
+            left.append(s)
+        else:
+            _absorb(host, s)
+    return incidents, left
+
+
+def correlate(signals: Iterable[Signal], inventory: Inventory,
+              config: CorrelationConfig = CorrelationConfig()) -> tuple[list[Incident], list[Signal]]:
+    """Incidents, and the alerts that no incident explains (reported, never dropped)."""
+    graph = _Graph(inventory)
+    sigs = list(signals)
+    incidents = _merge_findings([s for s in sigs if s.source == "finding"], graph, config)
+    loose: list[Signal] = []
+    for s in sigs:
+        if s.source == "finding":
+            continue
+        host = _best_host(s, incidents, graph, config.window_s)
+        if host is None:
+            loose.append(s)
+        else:
+            _absorb(host, s)
+    extra, left = _alert_incidents(loose, graph, config)
+    incidents.extend(extra)
+    incidents.sort(key=lambda i: (i.start, i.root_id))
+    return incidents, left

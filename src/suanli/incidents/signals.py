@@ -1,0 +1,110 @@
+"""Turn analysis findings, rule alerts and Alertmanager webhooks into :class:`Signal`s."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from suanli.analysis.findings import Finding
+from suanli.incidents.model import Signal
+from suanli.inventory import Inventory
+from suanli.store.api import Store
+from suanli.timefmt import parse_time
+
+__all__ = ["alertmanager_signals", "finding_signals", "rule_signals", "signals_from_alerts"]
+
+
+def finding_signals(findings: Iterable[Finding]) -> list[Signal]:
+    """Each finding, and each of its symptoms (where the fault shows) as a symptom signal."""
+    out: list[Signal] = []
+    for f in findings:
+        out.append(Signal("finding", f.category, f.entity_kind, f.entity_id, f.start, f.end,
+                          f.detected_at if f.detected_at is not None else f.start, f.category,
+                          f.confidence, tuple(f.evidence), finding=f))
+        for s in f.symptoms:
+            out.append(Signal("symptom", f"{f.category}:{s.what}", s.entity_kind, s.entity_id, s.ts,
+                              f.end, s.ts, None, f.confidence, (), direct=False))
+    return out
+
+
+def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None = None) -> list[Signal]:
+    """Rule alerts that fired (``suanli.rules.alerts.Alert``) as signals; inhibited ones are kept
+    (they count in their incident) and flagged with the label ``muted=true``."""
+    muted = muted or {}
+    out: list[Signal] = []
+    for a in alerts:
+        if a.fired_at is None:
+            continue
+        labels = dict(a.labels)
+        if a.key in muted:
+            labels["muted"] = "true"
+        acts = tuple({"action": p.action, "target": p.target, "status": "dry_run"} for p in a.actions)
+        out.append(Signal("rule", a.name, a.entity_kind, a.entity_id, a.active_at, a.resolved_at,
+                          a.fired_at, a.category, 0.6 if a.category else 0.3,
+                          (f"rule {a.rule} fired on {a.entity_id} (value {a.value:.4g})",),
+                          tuple(sorted(labels.items())), direct=a.category is not None, actions=acts))
+    return out
+
+
+def rule_signals(store: Store, inventory: Inventory, values: dict[str, dict[str, float]],
+                 window: tuple[float, float], rules_path: Path | None) -> list[Signal]:
+    """Evaluate the rule pack over the window and return its fired alerts as signals."""
+    from suanli.rules import apply_inhibitions, evaluate_window, load_rules
+
+    ruleset = load_rules(rules_path)
+    alerts = evaluate_window(ruleset, store, inventory, window[0], window[1], values=values)
+    fired = [a for a in alerts if a.fired_at is not None]
+    result = apply_inhibitions(fired, ruleset.inhibit_rules)
+    return signals_from_alerts(fired, result.muted)
+
+
+def alertmanager_signals(payload: Mapping[str, Any], inventory: Inventory) -> list[Signal]:
+    """Alerts of an Alertmanager webhook (version 4 payload) anchored to canonical entities.
+
+    The entity comes from the labels the inventory can resolve: ``gpu``/``UUID`` with
+    ``Hostname``/``instance``, ``device`` (a NIC), ``switch``+``port``, ``storage``, ``job``; an
+    alert none of them resolves is anchored to its cluster and kept.
+    """
+    out: list[Signal] = []
+    for alert in payload.get("alerts", []) or []:
+        labels = {str(k): str(v) for k, v in (alert.get("labels") or {}).items()}
+        kind, eid = _anchor(labels, inventory)
+        start = parse_time(alert["startsAt"]) if alert.get("startsAt") else 0.0
+        ends = alert.get("endsAt")
+        end = parse_time(ends) if ends and not str(ends).startswith("0001") else None
+        if alert.get("status") == "firing":
+            end = None
+        summary = (alert.get("annotations") or {}).get("summary") or labels.get("alertname", "alert")
+        out.append(Signal("alertmanager", labels.get("alertname", "alert"), kind, eid, start, end, start,
+                          labels.get("category"), 0.5, (str(summary),), tuple(sorted(labels.items())),
+                          direct="category" in labels))
+    return out
+
+
+def _anchor(labels: Mapping[str, str], inv: Inventory) -> tuple[str, str]:
+    r = inv.resolver
+    host = labels.get("Hostname") or labels.get("node") or labels.get("instance", "").split(":")[0]
+    node = r.node(host) if host else None
+    gpu = None
+    if labels.get("UUID"):
+        gpu = r.gpu(uuid=labels["UUID"])
+    if gpu is None and node and labels.get("gpu", "").isdigit():
+        gpu = r.gpu(host=node, index=int(labels["gpu"]))
+    if gpu:
+        return "gpu", gpu
+    if labels.get("switch") and labels.get("port"):
+        port = r.port(labels["switch"], labels["port"])
+        if port:
+            return "switch_port", port
+    if node and labels.get("device"):
+        nic = r.nic(host=node, device=labels["device"])
+        if nic:
+            return "nic", nic
+    if labels.get("storage") in inv.storage:
+        return "storage", labels["storage"]
+    if labels.get("job") in inv.jobs:
+        return "job", labels["job"]
+    if node:
+        return "node", node
+    return "cluster", inv.cluster
