@@ -31,6 +31,10 @@ DEFAULT_DB = Path("suanli.duckdb")
 def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False
           ) -> None:
     _state["debug"] = debug
+    if debug:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
 
 
 @contextmanager

@@ -186,6 +186,11 @@ def diagnose_cmd(out: Console, folder: Path | None, db: Path | None, as_json: bo
             _write_heatmap(diag, heatmap)
         if as_json:
             print(json.dumps(diag.to_json(), indent=2))
+            from suanli.cli import err
+
+            for line in diag.analysis_errors:
+                err.print(f"analysis error: {line} (run with --debug for a traceback)", markup=False,
+                          highlight=False)
         else:
             from suanli.report.terminal import print_diagnosis
 

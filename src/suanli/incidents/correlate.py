@@ -33,6 +33,8 @@ FOLDABLE: frozenset[str] = frozenset({
     "optical_degradation", "gpu_thermal", "nvlink_degradation",
 })
 NEVER_FOLDED: frozenset[str] = frozenset({"oom"})
+# A fault on a GPU's PCIe path (the riser) also disturbs the NIC that shares that path.
+PCIE_PATH_CATEGORIES: frozenset[str] = frozenset({"pcie_riser"})
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,15 @@ class _Graph:
             self._deps[entity_id] = deps
         return self._deps[entity_id]
 
+    def _pcie_peer(self, gpu: str) -> str | None:
+        """The NIC on the GPU's PCIe path (GPUDirect affinity): a riser fault shows on it too."""
+        if gpu not in self.inv.gpus:
+            return None
+        try:
+            return self.inv.topology.nic_for_gpu(gpu)
+        except (KeyError, ValueError):
+            return None
+
     def members(self, root: str) -> frozenset[str]:
         """Ranks and GPUs of the jobs that depend on ``root``: where its fault shows as slowness."""
         if root not in self._members:
@@ -85,6 +96,8 @@ class _Graph:
         a dependent job — the latter only for symptoms, not for another fault's direct evidence."""
         other = sig.entity_id
         if root == other or other in self.dependents(root):
+            return True
+        if category in PCIE_PATH_CATEGORIES and self._pcie_peer(root) == other:
             return True
         own_fault = sig.direct and sig.category is not None and sig.category != category
         return not own_fault and other in self.members(root)

@@ -22,15 +22,15 @@ from suanli.inventory import Inventory
 from suanli.store.api import Store
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["Diagnosis", "DiagnoseConfig", "diagnose"]
+__all__ = ["DiagnoseConfig", "Diagnosis", "diagnose"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class DiagnoseConfig:
-    correlation: CorrelationConfig = CorrelationConfig()
-    impact: ImpactConfig = ImpactConfig()
+    correlation: CorrelationConfig = field(default_factory=CorrelationConfig)
+    impact: ImpactConfig = field(default_factory=ImpactConfig)
     rules_path: Path | None = None
     """Rule file; None = the shipped default pack."""
     run_rules: bool = True
@@ -98,7 +98,7 @@ def _timed(name: str, fn: Callable[[], Any], errors: list[str], timings: dict[st
     try:
         return fn()
     except Exception as exc:  # one analysis failing must not hide the others
-        log.exception("analysis %s failed", name)
+        log.debug("analysis %s failed", name, exc_info=True)
         errors.append(f"{name}: {type(exc).__name__}: {exc}")
         return None
     finally:
@@ -188,11 +188,11 @@ def _actions(inc: Incident) -> list[dict[str, Any]]:
                 planned.append(dict(act))
     if planned:
         return planned
-    jobs = inc.impact.get("jobs") or []
-    out = []
+    jobs = [str(j) for j in inc.impact.get("jobs") or []]
+    out: list[dict[str, Any]] = []
     for action in _DEFAULT_ACTIONS.get(inc.category, ["notify"]):
         if action == "reschedule_job":
-            out.extend({"action": action, "target": j, "status": "dry_run"} for j in jobs)  # type: ignore[union-attr]
+            out.extend({"action": action, "target": j, "status": "dry_run"} for j in jobs)
         elif action == "drain_node" and inc.root_kind in ("gpu", "nic"):
             out.append({"action": action, "target": inc.root_id.split("/")[0], "status": "dry_run"})
         else:

@@ -73,10 +73,7 @@ def _price(inventory: Inventory, job_id: str, cfg: ImpactConfig) -> float:
 def measure_impact(inc: Incident, store: Store, inventory: Inventory, window_end: float,
                    config: ImpactConfig = ImpactConfig()) -> dict[str, object]:
     topo = inventory.topology
-    if inc.root_kind == "job":
-        jobs = {inc.root_id}
-    else:
-        jobs = set(topo.jobs_behind(inc.root_id))
+    jobs = {inc.root_id} if inc.root_kind == "job" else set(topo.jobs_behind(inc.root_id))
     jobs &= set(inventory.jobs)
     slas = sorted({s for j in jobs if (s := inventory.jobs[j].sla_id)})
     gpus = sum(_job_gpus(inventory, j) for j in jobs)

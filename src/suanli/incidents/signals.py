@@ -50,10 +50,11 @@ def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None =
 def rule_signals(store: Store, inventory: Inventory, values: dict[str, dict[str, float]],
                  window: tuple[float, float], rules_path: Path | None) -> list[Signal]:
     """Evaluate the rule pack over the window and return its fired alerts as signals."""
-    from suanli.rules import apply_inhibitions, evaluate_window, load_rules
+    from suanli.rules import EntityIndex, apply_inhibitions, evaluate_window, load_rules
 
     ruleset = load_rules(rules_path)
-    alerts = evaluate_window(ruleset, store, inventory, window[0], window[1], values=values)
+    index = EntityIndex.from_inventory(inventory)
+    alerts = evaluate_window(ruleset, store, index, window[0], window[1], values=values)
     fired = [a for a in alerts if a.fired_at is not None]
     result = apply_inhibitions(fired, ruleset.inhibit_rules)
     return signals_from_alerts(fired, result.muted)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 EntityKind = Literal[
     "cluster", "rack", "pdu", "node", "gpu", "nic", "switch", "switch_port", "link",
-    "storage", "job", "rank", "pod", "sla",
+    "storage", "job", "rank", "pod", "container", "sla",
 ]
 
 

@@ -139,7 +139,7 @@ def _conclusion(diag: Diagnosis, incidents: list[Incident], inv: Inventory) -> s
                     f"{inc.alert_count} alerts compressed into this incident; actions: {html.escape(acts)}</p>"
                     f"<ul>{ev}</ul>")
     jobs = sorted({j for inc in incidents for j in inc.impact.get("jobs", [])})
-    slas = sorted({inv.jobs[j].sla_id for j in jobs if j in inv.jobs and inv.jobs[j].sla_id} - {None})  # type: ignore[arg-type]
+    slas = sorted({sla for j in jobs if j in inv.jobs and (sla := inv.jobs[j].sla_id)})
     head = "".join(f"<th>{html.escape(s)}</th>" for s in slas)
     body = "".join(
         f"<tr><th>{html.escape(j)}</th>" + "".join(
@@ -164,7 +164,7 @@ def write_rca(path: Path, diag: Diagnosis, store: Store, inv: Inventory, job: st
     sla = sla_id or inv.jobs[job].sla_id
     incidents = [i for i in diag.incidents if job in (i.impact.get("jobs") or []) or i.root_id == job]
     suspect = max(incidents, key=lambda i: i.confidence, default=None)
-    ledger = next((j for j in diag.efficiency.get("jobs", []) if j.get("id") == job), {})
+    ledger: dict[str, Any] = next((j for j in diag.efficiency.get("jobs", []) if j.get("id") == job), {})
     kpis = "".join(f"<span class='kpi'>{k}<b>{v}</b></span>" for k, v in (
         ("MFU", f"{100 * ledger['mfu']:.1f}%" if ledger.get("mfu") is not None else "-"),
         ("goodput", f"{100 * ledger['goodput']:.1f}%" if ledger.get("goodput") is not None else "-"),
