@@ -52,7 +52,6 @@ class Incident:
     end: float | None
     signals: list[Signal] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
-    muted: int = 0
     impact: dict[str, Any] = field(default_factory=dict)
     actions: list[dict[str, Any]] = field(default_factory=list)
     state: str = "open"
@@ -61,6 +60,11 @@ class Incident:
     def id(self) -> str:
         digest = hashlib.sha1(f"{self.category}|{self.root_id}|{round(self.start)}".encode()).hexdigest()
         return f"inc-{digest[:6]}"
+
+    @property
+    def muted(self) -> int:
+        """Alerts of this incident an inhibit rule muted (counted, never lost)."""
+        return sum(1 for s in self.signals if ("muted", "true") in s.labels)
 
     @property
     def alert_count(self) -> int:

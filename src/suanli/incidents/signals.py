@@ -10,7 +10,7 @@ from suanli.analysis.findings import Finding
 from suanli.incidents.model import Signal
 from suanli.inventory import Inventory
 from suanli.store.api import Store
-from suanli.timefmt import parse_time
+from suanli.timefmt import parse_time, to_rfc3339
 
 __all__ = ["alertmanager_signals", "finding_signals", "rule_signals", "signals_from_alerts"]
 
@@ -28,10 +28,13 @@ def finding_signals(findings: Iterable[Finding]) -> list[Signal]:
     return out
 
 
-def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None = None) -> list[Signal]:
+def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None = None,
+                        decisions: Mapping[str, list[dict[str, Any]]] | None = None) -> list[Signal]:
     """Rule alerts that fired (``suanli.rules.alerts.Alert``) as signals; inhibited ones are kept
-    (they count in their incident) and flagged with the label ``muted=true``."""
+    (they count in their incident) and flagged with the label ``muted=true``. ``decisions`` are
+    the action runner's audit records per alert key (status dry_run, blocked_by_guard, ...)."""
     muted = muted or {}
+    decisions = decisions or {}
     out: list[Signal] = []
     for a in alerts:
         if a.fired_at is None:
@@ -39,25 +42,33 @@ def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None =
         labels = dict(a.labels)
         if a.key in muted:
             labels["muted"] = "true"
-        acts = tuple({"action": p.action, "target": p.target, "status": "dry_run"} for p in a.actions)
+        acts = tuple({"action": r["action"], "target": r["target"], "status": r["decision"]}
+                     for r in decisions.get(a.key, []))
         out.append(Signal("rule", a.name, a.entity_kind, a.entity_id, a.active_at, a.resolved_at,
                           a.fired_at, a.category, 0.6 if a.category else 0.3,
-                          (f"rule {a.rule} fired on {a.entity_id} (value {a.value:.4g})",),
+                          (f"rule {a.rule} fired on {a.entity_id} at {to_rfc3339(a.fired_at)} "
+                           f"(value {a.value:.4g})",),
                           tuple(sorted(labels.items())), direct=a.category is not None, actions=acts))
     return out
 
 
 def rule_signals(store: Store, inventory: Inventory, values: dict[str, dict[str, float]],
                  window: tuple[float, float], rules_path: Path | None) -> list[Signal]:
-    """Evaluate the rule pack over the window and return its fired alerts as signals."""
-    from suanli.rules import EntityIndex, apply_inhibitions, evaluate_window, load_rules
+    """Evaluate the rule pack over the window; fired alerts become signals. Their planned actions
+    go through the action runner in dry run (diagnose never acts), so the guard's and the
+    deduplication's decisions show as each action's status."""
+    from suanli.rules import ActionRunner, EntityIndex, apply_inhibitions, evaluate_window, load_rules
 
     ruleset = load_rules(rules_path)
     index = EntityIndex.from_inventory(inventory)
     alerts = evaluate_window(ruleset, store, index, window[0], window[1], values=values)
-    fired = [a for a in alerts if a.fired_at is not None]
-    result = apply_inhibitions(fired, ruleset.inhibit_rules)
-    return signals_from_alerts(fired, result.muted)
+    fired = sorted((a for a in alerts if a.fired_at is not None), key=lambda a: (a.fired_at, a.key))
+    result = apply_inhibitions(fired, ruleset.inhibit_rules, dependents=inventory.topology.dependents)
+    runner = ActionRunner.from_ruleset(ruleset, index, dry_run=True)
+    decisions: dict[str, list[dict[str, Any]]] = {}
+    for record in runner.handle([a for a in fired if a.key not in result.muted]):
+        decisions.setdefault(str(record["alert"]), []).append(record)
+    return signals_from_alerts(fired, result.muted, decisions)
 
 
 def alertmanager_signals(payload: Mapping[str, Any], inventory: Inventory) -> list[Signal]:
