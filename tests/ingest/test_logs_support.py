@@ -1,0 +1,78 @@
+"""Test support (no tests here): a small resolver built straight from an inventory.yaml, independent
+of suanli.inventory, so the ingest tests check the parsers and not the inventory code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def _pci(text: str) -> str:
+    """``00000000:AB:00.0`` / ``0000:ab:00`` -> ``ab:00.0`` (domain dropped, lower case, function 0)."""
+    parts = text.strip().lower().split(":")
+    bus, devfn = parts[-2], parts[-1]
+    return f"{bus}:{devfn if '.' in devfn else devfn + '.0'}"
+
+
+class InventoryResolver:
+    """Alias lookups of spec/inventory.md over one inventory.yaml."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.nodes: set[str] = set()
+        self.by_uuid: dict[str, str] = {}
+        self.by_index: dict[tuple[str, int], str] = {}
+        self.by_pci: dict[tuple[str, str], str] = {}
+        self.nic_by_pci: dict[tuple[str, str], str] = {}
+        for rack in doc.get("racks", []):
+            for node in rack.get("nodes", []):
+                nid = node["id"]
+                self.nodes.add(nid)
+                for g in node.get("gpus", []):
+                    gid = f"{nid}/gpu{g['index']}"
+                    self.by_index[(nid, int(g["index"]))] = gid
+                    if g.get("uuid"):
+                        self.by_uuid[g["uuid"]] = gid
+                    if g.get("pci_bus_id"):
+                        self.by_pci[(nid, _pci(str(g["pci_bus_id"])))] = gid
+                for c in node.get("nics", []):
+                    if c.get("pci_bus_id"):
+                        self.nic_by_pci[(nid, _pci(str(c["pci_bus_id"])))] = f"{nid}/{c['name']}"
+        self.jobs = {j["id"] for j in doc.get("jobs", [])}
+        self.node_jobs: dict[str, set[str]] = {}
+        for j in doc.get("jobs", []):
+            for r in j.get("ranks", []):
+                self.node_jobs.setdefault(str(r["gpu"]).split("/")[0], set()).add(j["id"])
+
+    @classmethod
+    def load(cls, path: Path) -> InventoryResolver:
+        return cls(yaml.safe_load(path.read_text()))
+
+    def node(self, host: str, /) -> str | None:
+        return host if host in self.nodes else None
+
+    def gpu(self, *, uuid: str | None = None, host: str | None = None, index: int | None = None,
+            pci_bus_id: str | None = None) -> str | None:
+        if uuid is not None:
+            return self.by_uuid.get(uuid)
+        if host is None:
+            return None
+        if index is not None:
+            return self.by_index.get((host, index))
+        if pci_bus_id is not None:
+            return self.by_pci.get((host, _pci(pci_bus_id)))
+        return None
+
+    def nic(self, *, host: str | None = None, device: str | None = None, mac: str | None = None,
+            pci_bus_id: str | None = None) -> str | None:
+        if host is None or pci_bus_id is None:
+            return None
+        return self.nic_by_pci.get((host, _pci(pci_bus_id)))
+
+    def job(self, job_id: str, /) -> str | None:
+        return job_id if job_id in self.jobs else None
+
+    def jobs_on_node(self, node: str) -> list[str]:
+        """The optional hook the log parser uses to put trainer lines on their job."""
+        return sorted(self.node_jobs.get(node, ()))
