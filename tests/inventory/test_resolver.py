@@ -233,3 +233,19 @@ def test_named_entities(res: Resolver) -> None:
     assert res.sla(None) is None
     assert res.kind_of("leaf-01/p1") == "switch_port"
     assert res.switch("LEAF-02") == "leaf-02" and res.switch("leaf-02.mgmt.local") == "leaf-02"
+
+
+def test_jobs_on_node_and_nic_by_pci_bus_id() -> None:
+    from suanli.inventory import load_inventory
+    from tests.conftest import shared_path
+
+    inv = load_inventory(shared_path("scenarios", "switch_port_errors", "inventory.yaml"))
+    r = inv.resolver
+    # node-001 hosts ranks 0-7 of the one job; node-007 is the spare (truth.json: spare_nodes)
+    assert r.jobs_on_node("node-001") == ["llama-34b-continual"]
+    assert r.jobs_on_node("node-007.cluster.local") == []
+    assert r.jobs_on_node("nowhere") == []
+    # node-001's mlx5_1 sits at pci_bus_id '0000:3b:00.0' in that inventory
+    assert r.nic(host="node-001", pci_bus_id="3B:00.0") == "node-001/mlx5_1"
+    assert r.nic(host="node-001", pci_bus_id="00000000:3b:00.0") == "node-001/mlx5_1"
+    assert r.nic(host="node-001", pci_bus_id="0000:3c:00.0") is None

@@ -52,8 +52,8 @@ class Span:
 class Event:
     """One log record (a multi-line record is one event) or a collapsed run of identical ones.
 
-    kind: ``xid`` | ``aer`` | ``nccl_warn`` | ``nccl_timeout`` | ``cuda_oom`` | ``sxid`` |
-    ``checkpoint`` | ``other``; ``code`` the Xid / SXid number where there is one;
+    kind: ``xid`` | ``sxid`` | ``aer`` | ``nccl_warn`` | ``nccl_timeout`` | ``cuda_oom`` |
+    ``cuda_error`` | ``nic_link`` | ``checkpoint`` | ``iteration`` | ``restart`` | ``other``; ``code`` the Xid / SXid number where there is one;
     ``severity`` from the catalogue (``fatal`` / ``warning`` / ``info`` ...), ``count`` how many
     identical lines it stands for, between ``ts`` (first) and ``last_ts``.
     """

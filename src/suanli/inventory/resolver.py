@@ -86,6 +86,18 @@ class Resolver:
                 self._gpu_pci_nodom.setdefault((g.node, bus, dev, f), g.id)
         self._nic_name = {(c.node, c.name.lower()): c.id for c in inv.nics.values()}
         self._nic_mac = {k: c.id for c in inv.nics.values() if c.mac and (k := mac_key(c.mac))}
+        self._nic_pci: dict[tuple[str, int, int, int], str] = {}
+        for c in inv.nics.values():
+            nkey = pci_key(c.pci_bus_id) if c.pci_bus_id else None
+            if nkey is not None:
+                self._nic_pci.setdefault((c.node, nkey[1], nkey[2], nkey[3] or 0), c.id)
+        node_jobs: dict[str, set[str]] = {}
+        for job in inv.jobs.values():
+            for rk in job.ranks:
+                gpu = inv.gpus.get(rk.gpu)
+                if gpu is not None:
+                    node_jobs.setdefault(gpu.node, set()).add(job.id)
+        self._node_jobs = {n: sorted(js) for n, js in node_jobs.items()}
         self._switches = {sid.lower(): sid for sid in inv.switches}
         self._ports = {p.lower(): p for p in inv.ports}
         self._jobs = {jid.lower(): jid for jid in inv.jobs}
@@ -148,8 +160,17 @@ class Resolver:
             return self.gpu(host=host, index=int(s))
         return self.gpu(host=host, pci_bus_id=s)
 
-    def nic(self, host: str | None = None, device: str | None = None, mac: str | None = None) -> str | None:
-        """A nic id from (host, device name like ``mlx5_0``) or from its MAC (any spelling)."""
+    def nic(self, host: str | None = None, device: str | None = None, mac: str | None = None,
+            pci_bus_id: str | None = None) -> str | None:
+        """A nic id from (host, device name like ``mlx5_0``), from its MAC (any spelling), or from
+        (host, PCI bus id of the NIC function, any spelling; domain ignored)."""
+        if host and pci_bus_id:
+            node = self.node(host)
+            pkey = pci_key(pci_bus_id)
+            if node is not None and pkey is not None:
+                cid = self._nic_pci.get((node, pkey[1], pkey[2], pkey[3] or 0))
+                if cid is not None:
+                    return cid
         if host and device:
             node = self.node(host)
             if node is not None:
@@ -197,6 +218,11 @@ class Resolver:
             if pid is not None:
                 return pid
         return f"{sid}/p{int(num)}" if num.isdigit() else f"{sid}/{text}"
+
+    def jobs_on_node(self, host: str | None) -> list[str]:
+        """Jobs with a rank on a GPU of this node (sorted); [] for an unknown host."""
+        node = self.node(host)
+        return list(self._node_jobs.get(node, [])) if node else []
 
     def job(self, job_id: str | None) -> str | None:
         """A job id (exact, else case-insensitive)."""
