@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -20,7 +21,18 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 rules_app = typer.Typer(no_args_is_help=True, help="Self-healing rules: check and export.")
 app.add_typer(rules_app, name="rules")
 
-out = Console(soft_wrap=True)
+PIPE_WIDTH = 200
+"""Columns of the tables when stdout is not a terminal (a pipe, a file) and COLUMNS is unset: wide
+enough that the ledger is not cut to ``lla…`` in a log file."""
+
+
+def _out_width() -> int | None:
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return None
+    return PIPE_WIDTH
+
+
+out = Console(soft_wrap=True, width=_out_width())
 err = Console(stderr=True, soft_wrap=True)
 _state: dict[str, bool] = {"debug": False}
 
@@ -70,6 +82,9 @@ def _run(fn: Callable[[], int | None]) -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         raise typer.Exit(130) from None
+    except BrokenPipeError:  # `suanli diagnose --json | head`: the reader left; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(1) from None
     except Exception as exc:
         if _state["debug"]:
             traceback.print_exc()
@@ -198,8 +213,34 @@ def rules_check(
     _run(lambda: rules_check_cmd(out, rules))
 
 
+def _usage_line(exc: Exception) -> str | None:
+    """A usage error (unknown option, missing or bad value) as one line; None for anything else."""
+    if getattr(exc, "exit_code", None) != 2 or not hasattr(exc, "format_message"):
+        return None
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "suanli"
+    return f"error: {path}: {exc.format_message()} (see `{path} --help`)"
+
+
 def main() -> None:
-    app()
+    """The console script. Usage errors are one line on stderr and exit 2, like bad input."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(1)
+    except Exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `suanli` / `suanli rules`: the help
+            text = exc.format_message()  # type: ignore[attr-defined]  # empty: Rich printed it
+            if text:
+                print(text, file=sys.stderr)
+            sys.exit(2)
+        line = _usage_line(exc)
+        if line is None:
+            raise
+        print(line.replace("\n", " "), file=sys.stderr)
+        sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,12 +12,25 @@ from rich.console import Console
 from rich.table import Table
 
 from suanli.errors import InputError
-from suanli.timefmt import parse_time
+from suanli.timefmt import parse_time, to_rfc3339
 
 if TYPE_CHECKING:
     from suanli.incidents.diagnose import Diagnosis
     from suanli.inventory import Inventory
     from suanli.store.duck import DuckStore
+
+
+@dataclass(frozen=True)
+class CommandsConfig:
+    """Limits of the CLI verbs."""
+
+    max_window_s: float = 86_400.0
+    """Longest window ``diagnose``/``rca`` analyse in one run (24 h). The rule evaluator works on a
+    dense time grid, so one stray sample from 1970 (a truncated timestamp) would otherwise make the
+    window decades long and the run never end; a longer span needs ``--start``/``--end``."""
+
+
+CONFIG = CommandsConfig()
 
 
 def _progress() -> Any:
@@ -40,6 +55,8 @@ def simulate_cmd(out: Console, scenario: str | None, out_dir: Path | None, seed:
         raise InputError("simulate needs --scenario NAME and --out DIR (or --list)")
     if nodes is not None and not 2 <= nodes <= 1280:
         raise InputError(f"--nodes {nodes}: expected 2..1280")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError("--out: is a file, expected a folder", file=str(out_dir))
     with _progress() as progress:
         path = simulate(scenario, out_dir, seed=seed, nodes=nodes, minutes=minutes, progress=progress)
     out.print(f"wrote scenario {scenario!r} (seed {seed}) to {path}")
@@ -49,11 +66,28 @@ def simulate_cmd(out: Console, scenario: str | None, out_dir: Path | None, seed:
 # ------------------------------------------------------------------------------------- ingest
 
 def _open_store(db: Path, must_exist: bool) -> DuckStore:
+    """Open ``db``; a missing, unreadable, locked or non-DuckDB file is an InputError naming it."""
+    import duckdb
+
     from suanli.store.duck import DuckStore
 
     if must_exist and not db.exists():
         raise InputError(f"{db}: no such database (run `suanli ingest PATH... --db {db}` first)")
-    return DuckStore(db)
+    if db.is_dir():
+        raise InputError("is a folder, expected a DuckDB file", file=str(db))
+    if not db.parent.is_dir():
+        raise InputError(f"folder {db.parent} does not exist", file=str(db))
+    try:
+        return DuckStore(db)
+    except duckdb.Error as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"cannot open as a suanli database: {first}", file=str(db)) from None
+
+
+def _remove_db(db: Path) -> None:
+    """Delete a database file (and its write-ahead log) that a failed ingest created."""
+    for path in (db, db.with_name(db.name + ".wal")):
+        path.unlink(missing_ok=True)
 
 
 def _report_table(report: Any) -> Table:
@@ -70,17 +104,28 @@ def ingest_cmd(out: Console, paths: list[Path], db: Path) -> int:
     for p in paths:
         if not p.exists():
             raise InputError(f"{p}: no such file or folder")
+    created = not db.exists()
     store = _open_store(db, must_exist=False)
+    done = False
     try:
         with _progress() as progress:
             report = load_paths(paths, store, progress=progress)
         store.flush()
+        inventory_kept = store.inventory_text() is not None
+        done = True
     finally:
         store.close()
+        if created and not done:
+            _remove_db(db)
     out.print(_report_table(report))
     for reason in report.reasons[:10]:
         out.print(f"  rejected: {reason}", markup=False, highlight=False)
     out.print(f"database: {db}")
+    if not inventory_kept:
+        from suanli.cli import err
+
+        err.print(f"warning: {db} holds no inventory: every record above stays unresolved; ingest the "
+                  "inventory.yaml first, then the data", markup=False, highlight=False)
     return 0
 
 
@@ -124,7 +169,7 @@ def _load_folder(folder: Path) -> DuckStore:
 
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder")
-    if not (folder / "inventory.yaml").exists():
+    if not any((folder / name).is_file() for name in ("inventory.yaml", "inventory.yml")):
         raise InputError(f"{folder}/inventory.yaml: missing (every scenario folder needs one)")
     store = DuckStore(None)
     with _progress() as progress:
@@ -166,16 +211,62 @@ def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: 
 
     if (folder is None) == (db is None):
         raise InputError("diagnose needs a scenario folder or --db FILE (one of them)")
+    bounds = (_flag_time("--start", start), _flag_time("--end", end))
+    if rules is not None:
+        from suanli.rules import load_rules
+
+        load_rules(rules)  # a bad --rules file is exit 2 here, not a silent run without rules
     store = _load_folder(folder) if folder is not None else _open_store(db, must_exist=True)  # type: ignore[arg-type]
-    inventory = _inventory_of(store)
-    window = store.time_range() or (0.0, 0.0)
     try:
-        window = (parse_time(start) if start else window[0], parse_time(end) if end else window[1])
-    except ValueError as exc:
-        raise InputError(f"--start/--end: {exc}") from None
+        inventory = _inventory_of(store)
+        window = _window(store.time_range(), bounds)
+    except BaseException:
+        store.close()
+        raise
     diag = diagnose(store, inventory, window=window, missing=missing_inputs(store),
                     config=DiagnoseConfig(rules_path=rules, alert_payloads=read_alert_payloads(alerts)))
     return diag, store, inventory
+
+
+def _flag_time(flag: str, text: str | None) -> float | None:
+    """``--start``/``--end`` as epoch seconds; InputError naming the flag when it is not a time."""
+    if text is None:
+        return None
+    try:
+        ts = parse_time(text)
+    except (ValueError, OverflowError):
+        ts = math.nan
+    if not math.isfinite(ts) or not -1e11 < ts < 1e11:
+        raise InputError(f"{flag} {text!r}: not a time (expected RFC 3339, e.g. 2026-03-15T00:20:00Z)")
+    return ts
+
+
+def _when(ts: float) -> str:
+    """RFC 3339 where representable, else the raw epoch seconds (a stray sample at t=1e300)."""
+    try:
+        return to_rfc3339(ts) or f"t={ts:g} s"
+    except (OverflowError, OSError, ValueError):
+        return f"t={ts:g} s"
+
+
+def _window(data: tuple[float, float] | None, bounds: tuple[float | None, float | None]
+            ) -> tuple[float, float]:
+    """The analysed window: the flags where given, else the data's extent; checked for order and
+    length (``CommandsConfig.max_window_s``)."""
+    lo, hi = data or (0.0, 0.0)
+    start = bounds[0] if bounds[0] is not None else lo
+    end = bounds[1] if bounds[1] is not None else hi
+    if end < start:
+        first = "--start" if bounds[0] is not None else "the data's start"
+        last = "--end" if bounds[1] is not None else "the data's end"
+        raise InputError(f"{first} {_when(start)} is after {last} {_when(end)}")
+    if end - start > CONFIG.max_window_s:
+        what = "--start .. --end" if None not in bounds else "the data"
+        hours = (end - start) / 3600
+        length = f"{hours:,.0f} h" if hours < 1e9 else f"{hours:.3g} h"
+        raise InputError(f"{what} spans {_when(start)} .. {_when(end)} ({length}); diagnose at most "
+                         f"{CONFIG.max_window_s / 3600:g} h at a time: pass --start/--end")
+    return start, end
 
 
 def diagnose_cmd(out: Console, folder: Path | None, db: Path | None, as_json: bool, start: str | None,
