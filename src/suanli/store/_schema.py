@@ -1,0 +1,92 @@
+"""DuckDB schema of :class:`suanli.store.duck.DuckStore` and (de)serialising helpers.
+
+Tables
+    ``series``   one row per series id: ``id`` (64-bit: DuckDB's ``hash()`` of the exposed series
+                 text for bulk-loaded files, a BLAKE2b digest of the key for ``add_samples``),
+                 ``metric``, ``entity_kind``, ``entity_id``, ``peer_id``, ``labels`` (JSON list of
+                 [name, value] pairs, interned once). One key may own several ids (the same series
+                 written with its labels in another order); reads merge them.
+    ``samples``  ``series_id``, ``ts`` (epoch s), ``value``. Append-only, in write order (DuckDB
+                 keeps insertion order), so for a repeated (series, ts) the row with the highest
+                 ``rowid`` is the last write and wins (applied at query).
+    ``spans``    the columns of ``records.Span``, ``attrs`` as JSON, ``seq`` (insertion order).
+    ``events``   the columns of ``records.Event``, ``attrs`` as JSON, ``seq``.
+    ``meta``     key/value text: ``inventory``, ``inventory_source``.
+    ``reports``  one JSON ``IngestReport`` per ingest run and source.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from suanli.ingest.records import IngestReport, SeriesKey
+
+DDL = """
+CREATE TABLE IF NOT EXISTS series (
+    id UBIGINT, metric VARCHAR, entity_kind VARCHAR, entity_id VARCHAR, peer_id VARCHAR,
+    labels VARCHAR);
+CREATE TABLE IF NOT EXISTS samples (series_id UBIGINT, ts DOUBLE, value DOUBLE);
+CREATE TABLE IF NOT EXISTS spans (
+    trace_id VARCHAR, span_id VARCHAR, parent_id VARCHAR, name VARCHAR, start_s DOUBLE,
+    end_s DOUBLE, job_id VARCHAR, rank BIGINT, step BIGINT, gpu_id VARCHAR, node_id VARCHAR,
+    attrs VARCHAR, seq BIGINT);
+CREATE TABLE IF NOT EXISTS events (
+    ts DOUBLE, host VARCHAR, entity_kind VARCHAR, entity_id VARCHAR, kind VARCHAR,
+    message VARCHAR, code BIGINT, severity VARCHAR, source VARCHAR, count BIGINT,
+    last_ts DOUBLE, attrs VARCHAR, seq BIGINT);
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR, value VARCHAR);
+CREATE TABLE IF NOT EXISTS reports (seq BIGINT, source VARCHAR, report VARCHAR);
+"""
+
+SPAN_COLUMNS = ("trace_id", "span_id", "parent_id", "name", "start_s", "end_s", "job_id", "rank",
+                "step", "gpu_id", "node_id")
+EVENT_COLUMNS = ("ts", "host", "entity_kind", "entity_id", "kind", "message", "code", "severity",
+                 "source", "count", "last_ts")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, bytes):
+        return obj.hex()
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    return str(obj)
+
+
+def attrs_encoder() -> Callable[[dict[str, Any]], str]:
+    """A reusable ``dumps_attrs`` (one encoder for a whole batch)."""
+    return json.JSONEncoder(default=_json_default, separators=(",", ":")).encode
+
+
+def dumps_attrs(attrs: dict[str, Any]) -> str:
+    """JSON text (NaN/Infinity written as Python's json does, so they round-trip)."""
+    return json.dumps(attrs, default=_json_default, separators=(",", ":"))
+
+
+def loads_attrs(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    out = json.loads(text)
+    return out if isinstance(out, dict) else {}
+
+
+def labels_json(key: SeriesKey) -> str:
+    return json.dumps([list(p) for p in key.labels], separators=(",", ":"))
+
+
+def key_from_row(metric: str, kind: str | None, entity: str | None, peer: str | None,
+                 labels: str) -> SeriesKey:
+    pairs = tuple((str(k), str(v)) for k, v in json.loads(labels))
+    return SeriesKey(metric, pairs, kind, entity, peer)
+
+
+def report_to_json(report: IngestReport) -> str:
+    return json.dumps({"loaded": report.loaded, "unresolved": report.unresolved,
+                       "rejected": report.rejected, "reasons": report.reasons})
+
+
+def report_from_json(text: str) -> IngestReport:
+    raw = json.loads(text)
+    return IngestReport(loaded=dict(raw.get("loaded", {})), unresolved=dict(raw.get("unresolved", {})),
+                        rejected=int(raw.get("rejected", 0)), reasons=list(raw.get("reasons", [])))

@@ -1,0 +1,96 @@
+"""Exporter labels -> canonical entities (spec/telemetry.md table, spec/inventory.md aliases)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from suanli.ingest.resolve import InventoryLookups, dcgm_blank_to_nan, is_dcgm_blank, series_key
+from suanli.inventory import parse_inventory
+
+INV = """
+cluster: t
+racks:
+  - id: rack-01
+    nodes:
+      - id: node-001
+        gpus:
+          - {index: 0, uuid: GPU-aaaaaaaa-0000-0000-0000-000000000000, pci_bus_id: "00000000:18:00.0"}
+          - {index: 1, uuid: GPU-bbbbbbbb-0000-0000-0000-000000000000, pci_bus_id: "00000000:2A:00.0"}
+        nics:
+          - {name: mlx5_0, mac: "b8:ce:f6:00:00:01", gpu: 0, switch_port: leaf-01/p1}
+      - id: node-002
+        gpus:
+          - {index: 0, uuid: GPU-cccccccc-0000-0000-0000-000000000000, pci_bus_id: "00000000:18:00.0"}
+switches:
+  - {id: leaf-01, tier: leaf, rack: rack-01}
+storage:
+  - {id: lustre-01, kind: lustre}
+jobs:
+  - id: job-a
+    sla_id: pretrain_v3
+    model: {flops_per_token: 1.0e9}
+    precision: bf16
+    parallelism: {dp: 1, tp: 1, pp: 1}
+    ranks:
+      - {rank: 0, gpu: node-001/gpu0}
+"""
+
+
+@pytest.fixture(scope="module")
+def lookups() -> InventoryLookups:
+    return InventoryLookups(parse_inventory(INV))
+
+
+CASES = [
+    # DCGM: UUID wins, then (Hostname, gpu), then (Hostname, pci_bus_id; any domain width, any case)
+    ("DCGM_FI_DEV_GPU_TEMP", {"UUID": "GPU-bbbbbbbb-0000-0000-0000-000000000000", "gpu": "0"}, "gpu", "node-001/gpu1", None),
+    ("DCGM_FI_DEV_GPU_TEMP", {"Hostname": "node-002", "gpu": "0"}, "gpu", "node-002/gpu0", None),
+    ("DCGM_FI_DEV_GPU_TEMP", {"hostname": "node-001", "pci_bus_id": "0000:2a:00.0"}, "gpu", "node-001/gpu1", None),
+    ("DCGM_FI_DEV_GPU_TEMP", {"UUID": "GPU-unknown", "gpu": "0"}, None, None, None),
+    # node-exporter infiniband: host from instance (port stripped), device -> NIC
+    ("node_infiniband_port_errors_received_total", {"instance": "node-001:9100", "device": "mlx5_0", "port": "1"},
+     "nic", "node-001/mlx5_0", None),
+    ("node_infiniband_port_errors_received_total", {"instance": "node-001:9100", "device": "mlx5_9"}, None, None, None),
+    ("suanli_switch_port_crc_errors_total", {"switch": "leaf-01", "port": "p1"}, "switch_port", "leaf-01/p1", None),
+    ("suanli_port_pre_fec_ber", {"switch": "leaf-01", "port": "p1"}, "switch_port", "leaf-01/p1", None),
+    ("suanli_port_pre_fec_ber", {"node": "node-001", "nic": "mlx5_0"}, "nic", "node-001/mlx5_0", None),
+    ("suanli_rdma_retransmits_total", {"node": "node-001", "nic": "mlx5_0"}, "nic", "node-001/mlx5_0", None),
+    # AER: the GPU's own bus id -> the GPU; an upstream port's -> the node
+    ("suanli_pcie_aer_errors_total", {"node": "node-002", "pci_bus_id": "0000:18:00.0", "severity": "corrected"},
+     "gpu", "node-002/gpu0", None),
+    ("suanli_pcie_aer_errors_total", {"node": "node-002", "pci_bus_id": "0000:17:01.0", "severity": "corrected"},
+     "node", "node-002", None),
+    ("suanli_link_latency_seconds", {"src": "node-001", "dst": "node-002"}, "node", "node-001", "node-002"),
+    ("suanli_storage_read_latency_seconds", {"storage": "lustre-01"}, "storage", "lustre-01", None),
+    ("suanli_storage_read_latency_seconds", {"storage": "nfs-9"}, None, None, None),
+    ("suanli_sla_latency_seconds", {"sla_id": "pretrain_v3"}, "sla", "pretrain_v3", None),
+    ("node_load1", {"instance": "node-002:9100", "job": "node"}, "node", "node-002", None),
+    ("something_else", {"foo": "bar"}, None, None, None),
+]
+
+
+@pytest.mark.parametrize(("metric", "labels", "kind", "entity", "peer"), CASES)
+def test_series_key_maps_labels(lookups: InventoryLookups, metric: str, labels: dict[str, str],
+                                kind: str | None, entity: str | None, peer: str | None) -> None:
+    key = series_key(metric, labels, lookups)
+    assert (key.entity_kind, key.entity_id, key.peer_id) == (kind, entity, peer)
+    assert key.labels == tuple(sorted(labels.items()))       # nothing lost
+
+
+def test_without_inventory_everything_is_kept_unresolved() -> None:
+    key = series_key("DCGM_FI_DEV_GPU_TEMP", {"UUID": "GPU-x"}, None)
+    assert key.entity_id is None and key.label("UUID") == "GPU-x"
+
+
+def test_dcgm_blank_ranges() -> None:
+    # 0x7ffffff0 = 2147483632 .. 0x7fffffff = 2147483647 (32-bit); 2**47 = 140737488355328 and up (float)
+    assert is_dcgm_blank(2147483632.0) and is_dcgm_blank(2147483647.0) and not is_dcgm_blank(2147483631.0)
+    assert not is_dcgm_blank(2147483648.0)
+    assert is_dcgm_blank(140737488355328.0) and not is_dcgm_blank(140737488355327.0)
+    assert is_dcgm_blank(float(0x7FFFFFFFFFFFFFF0))
+    values = np.array([1.0, 2147483632.0, math.nan, -math.inf, 9.3e18])
+    dcgm_blank_to_nan(values)
+    assert np.isnan(values).tolist() == [False, True, True, False, True]

@@ -1,0 +1,185 @@
+"""DuckStore: persistence, last write wins, counter resets, order, special values, spans, events."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
+from suanli.store.duck import DuckStore
+
+GPU0 = SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("UUID", "GPU-a"),), "gpu", "node-001/gpu0")
+CTR = SeriesKey("suanli_switch_port_crc_errors_total", (("port", "p1"), ("switch", "leaf-01")),
+                "switch_port", "leaf-01/p1")
+
+
+def a(*xs: float) -> np.ndarray:
+    return np.array(xs, dtype=np.float64)
+
+
+def test_reopening_the_file_finds_everything(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    with DuckStore(path) as store:
+        store.put_inventory("cluster: x\n", "inv.yaml")
+        store.add_samples(GPU0, a(10, 20), a(50, 51))
+        store.add_spans([Span("t1", "s1", None, "train_step", 5.0, 9.0, "job", 3, 7, "node-001/gpu0",
+                              "node-001", {"train.tokens": 4096})])
+        store.add_events([Event(12.0, "node-001", "gpu", "node-001/gpu0", "xid", "Xid 79", code=79)])
+        store.add_report("m.om", IngestReport(loaded={"samples": 2}))
+    store = DuckStore(path)
+    assert store.inventory_text() == "cluster: x\n"
+    (s,) = store.series("DCGM_FI_DEV_GPU_TEMP")
+    assert s.key == GPU0 and s.ts.tolist() == [10.0, 20.0] and s.values.tolist() == [50.0, 51.0]
+    spans = store.spans(job_id="job")
+    assert spans.rank.tolist() == [3] and spans.step.tolist() == [7] and spans.parent_id.tolist() == [None]
+    assert store.span_attrs("job", "train_step", ["train.tokens"])["train.tokens"].tolist() == [4096]
+    (ev,) = store.events(entity_ids=["node-001/gpu0"], kinds=["xid"])
+    assert ev.code == 79 and ev.message == "Xid 79"
+    assert store.time_range() == (5.0, 20.0)
+    assert store.reports()[0][1].loaded == {"samples": 2}
+    # new series after reopening get fresh ids, old ones keep theirs
+    store.add_samples(CTR, a(1), a(0))
+    assert {k.metric for k in store.series_keys()} == {GPU0.metric, CTR.metric}
+    store.close()
+
+
+def test_duplicates_last_write_wins_and_out_of_order_is_sorted() -> None:
+    store = DuckStore(None)
+    store.add_samples(GPU0, a(30, 10, 20), a(3, 1, 2))
+    store.flush()
+    store.add_samples(GPU0, a(20, 40), a(22, 4))          # 20 written again: 22 replaces 2
+    (s,) = store.series(GPU0.metric)
+    assert s.ts.tolist() == [10, 20, 30, 40]
+    assert s.values.tolist() == [1, 22, 3, 4]
+
+
+def test_duplicates_in_one_file_later_line_wins(tmp_path: Path) -> None:
+    path = tmp_path / "m.om"
+    lines = [f'g{{a="1"}} {i} {i % 3}' for i in range(3000)] + ["# EOF"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = DuckStore(None)
+    store.load_openmetrics(path, None, IngestReport())
+    (s,) = store.series("g")
+    # ts 0, 1, 2 were written 1000 times each; the last lines were 2997 (ts 0), 2998 (ts 1), 2999 (ts 2)
+    assert s.ts.tolist() == [0, 1, 2] and s.values.tolist() == [2997, 2998, 2999]
+
+
+def test_counter_reset_rate_and_increase() -> None:
+    store = DuckStore(None)
+    # a counter 100 -> 130 -> (exporter restart) 5 -> 25, 15 s apart.
+    # true increase: 30 + 5 (restarted from 0) + 20 = 55; rates 30/15, 5/15, 20/15
+    store.add_samples(CTR, a(0, 15, 30, 45), a(100, 130, 5, 25))
+    (r,) = store.rate(CTR.metric)
+    assert r.ts.tolist() == [15, 30, 45]
+    assert r.values == pytest.approx([2.0, 1 / 3, 4 / 3])
+    assert store.increase(CTR.metric) == {CTR: pytest.approx(55.0)}
+    # a range that starts after the reset sees only 5 -> 25
+    assert store.increase(CTR.metric, start=30) == {CTR: pytest.approx(20.0)}
+
+
+def test_nan_and_inf_are_kept_and_counters_skip_them() -> None:
+    store = DuckStore(None)
+    store.add_samples(GPU0, a(1, 2, 3), a(math.nan, math.inf, -math.inf))
+    (s,) = store.series(GPU0.metric)
+    assert math.isnan(s.values[0]) and s.values[1] == math.inf and s.values[2] == -math.inf
+    store.add_samples(CTR, a(1, 2, 3, 4), a(10, math.nan, 16, 19))
+    # NaN sample skipped: 10 -> 16 -> 19 is an increase of 9
+    assert store.increase(CTR.metric) == {CTR: pytest.approx(9.0)}
+
+
+def test_filters_by_entity_and_time() -> None:
+    store = DuckStore(None)
+    other = SeriesKey(GPU0.metric, (("UUID", "GPU-b"),), "gpu", "node-001/gpu1")
+    store.add_samples(GPU0, a(1, 2, 3), a(1, 2, 3))
+    store.add_samples(other, a(1, 2, 3), a(7, 8, 9))
+    (s,) = store.series(GPU0.metric, entity_ids=["node-001/gpu1"], start=2, end=3)
+    assert s.key == other and s.values.tolist() == [8, 9]
+    assert store.series(GPU0.metric, entity_ids=["nope"]) == []
+    assert store.metrics() == [GPU0.metric]
+
+
+def test_spans_filters_and_order() -> None:
+    store = DuckStore(None)
+    spans = [Span("t", f"s{i}", None, name, float(i), float(i) + 0.5, "j" if i < 4 else "k", i % 2, i // 2,
+                  None, None) for i, name in enumerate(["train_step", "forward", "train_step", "forward", "train_step"])]
+    store.add_spans(spans)
+    f = store.spans(job_id="j", names=["train_step"])
+    assert f.span_id.tolist() == ["s0", "s2"]
+    assert store.spans(steps=(1, 2)).span_id.tolist() == ["s2", "s3", "s4"]
+    assert store.spans(start=2.6, end=3.2).span_id.tolist() == ["s3"]   # overlaps [3, 3.5] only
+
+
+def test_bulk_buffering_flushes_in_batches() -> None:
+    from suanli.store.duck import DuckStoreConfig
+
+    store = DuckStore(None, DuckStoreConfig(flush_rows=1000))
+    for i in range(30):
+        store.add_samples(SeriesKey("m", (("i", str(i)),), None, None), np.arange(100.0), np.full(100, float(i)))
+    assert store.stats()["samples"] == 3000
+    assert len(store.unresolved_series()) == 30
+
+
+def test_1024_gpu_temperatures_over_20_minutes_read_fast() -> None:
+    store = DuckStore(None)
+    ts = np.arange(0.0, 1200.0, 15.0)                    # 80 scrapes
+    for g in range(1024):
+        key = SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("UUID", f"GPU-{g}"),), "gpu", f"node-{g // 8:03d}/gpu{g % 8}")
+        store.add_samples(key, ts, np.full(80, 40.0 + g % 7))
+        store.add_samples(SeriesKey("DCGM_FI_DEV_POWER_USAGE", key.labels, "gpu", key.entity_id), ts, ts)
+    store.flush()
+    t0 = time.perf_counter()
+    got = store.series("DCGM_FI_DEV_GPU_TEMP", start=0, end=1200)
+    elapsed = time.perf_counter() - t0
+    assert len(got) == 1024 and all(len(s.ts) == 80 for s in got)
+    assert got[9].values[0] == 40.0 + 9 % 7
+    assert elapsed < 1.0, elapsed
+
+
+def test_last_line_wins_in_a_file_read_in_parallel_chunks(tmp_path: Path) -> None:
+    # ~16 MB: DuckDB's CSV reader splits it across threads; order must survive
+    path = tmp_path / "big.om"
+    body = [f'gauge_with_a_longer_name{{series="s{i % 100}",pad="xxxxxxxxxxxxxxxxxxxx"}} {i} {i // 100}'
+            for i in range(200_000)]
+    rewrite = [f'gauge_with_a_longer_name{{series="s{i}",pad="xxxxxxxxxxxxxxxxxxxx"}} -1 0' for i in range(100)]
+    path.write_text("\n".join([*body, *rewrite, "# EOF"]) + "\n", encoding="utf-8")
+    store = DuckStore(None)
+    report = IngestReport()
+    store.load_openmetrics(path, None, report)
+    assert report.loaded["samples"] == 200_100 and report.rejected == 0
+    got = store.series("gauge_with_a_longer_name")
+    assert len(got) == 100
+    # ts 0 of every series was first written by lines 0..99 (values 0..99), then rewritten as -1 at the end
+    assert all(s.values[0] == -1 for s in got)
+    # every other ts keeps its only value: series s7 at ts 5 is line 507
+    s7 = next(s for s in got if s.key.label("series") == "s7")
+    assert s7.ts[5] == 5 and s7.values[5] == 507
+
+
+def test_a_file_that_is_not_a_store_is_a_clear_input_error(tmp_path: Path) -> None:
+    from suanli.errors import InputError
+
+    bad = tmp_path / "notes.duckdb"
+    bad.write_text("this is not a database\n" * 100, encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        DuckStore(bad)
+    assert str(err.value).startswith(str(bad)) and "\n" not in str(err.value)
+
+
+def test_same_series_written_with_labels_in_another_order_is_one_series(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.om", tmp_path / "b.om"
+    first.write_text('m{a="1",b="2"} 10 1\nm{a="1",b="2"} 20 2\n# EOF\n', encoding="utf-8")
+    second.write_text('m{b="2",a="1"} 99 2\nm{b="2",a="1"} 30 3\n# EOF\n', encoding="utf-8")
+    store = DuckStore(tmp_path / "s.duckdb")
+    for path in (first, second):
+        store.load_openmetrics(path, None, IngestReport())
+    store.add_samples(SeriesKey("m", (("a", "1"), ("b", "2")), None, None), a(4), a(40))
+    store.close()
+    store = DuckStore(tmp_path / "s.duckdb")
+    (s,) = store.series("m")
+    # ts 2 was written 20 (first file), then 99 (second file): the later write wins
+    assert s.ts.tolist() == [1, 2, 3, 4] and s.values.tolist() == [10, 99, 30, 40]
+    assert len(store.series_keys("m")) == 1
