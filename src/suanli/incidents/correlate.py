@@ -104,14 +104,22 @@ class _Graph:
 
 
 def _new_incident(seed: Signal) -> Incident:
-    return Incident(category=seed.category or seed.name, root_kind=seed.entity_kind,
-                    root_id=seed.entity_id, confidence=seed.confidence, start=seed.start,
-                    detected_at=seed.detected_at, end=seed.end, signals=[seed],
-                    evidence=list(seed.evidence))
+    inc = Incident(category=seed.category or seed.name, root_kind=seed.entity_kind,
+                   root_id=seed.entity_id, confidence=seed.confidence, start=seed.start,
+                   detected_at=seed.detected_at, end=seed.end, signals=[seed],
+                   evidence=list(seed.evidence))
+    _note_symptoms(inc, seed)
+    return inc
+
+
+def _note_symptoms(inc: Incident, sig: Signal) -> None:
+    if sig.source == "finding" and sig.finding is not None:
+        inc.symptom_ids.update(sym.entity_id for sym in sig.finding.symptoms)
 
 
 def _absorb(inc: Incident, sig: Signal) -> None:
     inc.signals.append(sig)
+    _note_symptoms(inc, sig)
     if sig.detected_at is not None and sig.source == "rule" and sig.direct and sig.entity_id == inc.root_id:
         inc.detected_at = sig.detected_at if inc.detected_at is None else min(inc.detected_at, sig.detected_at)
     for line in sig.evidence:
@@ -154,7 +162,9 @@ def _merge_findings(findings: list[Signal], graph: _Graph, cfg: CorrelationConfi
 def _best_host(sig: Signal, incidents: list[Incident], graph: _Graph, window_s: float) -> Incident | None:
     best: tuple[tuple[int, int, float], Incident] | None = None
     for inc in incidents:
-        if not _close(_as_signal(inc), sig, window_s) or not graph.explains(inc.root_id, sig, inc.category):
+        if not _close(_as_signal(inc), sig, window_s):
+            continue
+        if not (graph.explains(inc.root_id, sig, inc.category) or sig.entity_id in inc.symptom_ids):
             continue
         rank = (int(inc.root_id == sig.entity_id), int(sig.category == inc.category), inc.confidence)
         if best is None or rank > best[0]:

@@ -55,6 +55,8 @@ class Incident:
     impact: dict[str, Any] = field(default_factory=dict)
     actions: list[dict[str, Any]] = field(default_factory=list)
     state: str = "open"
+    symptom_ids: set[str] = field(default_factory=set)
+    """Entities the incident's findings name as where their fault shows."""
 
     @property
     def id(self) -> str:

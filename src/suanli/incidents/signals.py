@@ -24,15 +24,19 @@ def finding_signals(findings: Iterable[Finding]) -> list[Signal]:
                           f.confidence, tuple(f.evidence), finding=f))
         for s in f.symptoms:
             out.append(Signal("symptom", f"{f.category}:{s.what}", s.entity_kind, s.entity_id, s.ts,
-                              f.end, s.ts, None, f.confidence, (), direct=False))
+                              f.end, s.ts, None, f.confidence, (), direct=False, finding=f))
     return out
 
 
 def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None = None,
-                        decisions: Mapping[str, list[dict[str, Any]]] | None = None) -> list[Signal]:
+                        decisions: Mapping[str, list[dict[str, Any]]] | None = None,
+                        indirect_rules: frozenset[str] = frozenset()) -> list[Signal]:
     """Rule alerts that fired (``suanli.rules.alerts.Alert``) as signals; inhibited ones are kept
     (they count in their incident) and flagged with the label ``muted=true``. ``decisions`` are
-    the action runner's audit records per alert key (status dry_run, blocked_by_guard, ...)."""
+    the action runner's audit records per alert key (status dry_run, blocked_by_guard, ...).
+    Alerts of ``indirect_rules`` (rules that only read analysis outputs such as
+    ``straggler_score``) restate an analysis's view and carry no evidence of their own: they join
+    incidents but never seed one — the analysis's own finding does that."""
     muted = muted or {}
     decisions = decisions or {}
     out: list[Signal] = []
@@ -48,7 +52,8 @@ def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None =
                           a.fired_at, a.category, 0.6 if a.category else 0.3,
                           (f"rule {a.rule} fired on {a.entity_id} at {to_rfc3339(a.fired_at)} "
                            f"(value {a.value:.4g})",),
-                          tuple(sorted(labels.items())), direct=a.category is not None, actions=acts))
+                          tuple(sorted(labels.items())),
+                          direct=a.category is not None and a.rule not in indirect_rules, actions=acts))
     return out
 
 
@@ -68,7 +73,8 @@ def rule_signals(store: Store, inventory: Inventory, values: dict[str, dict[str,
     decisions: dict[str, list[dict[str, Any]]] = {}
     for record in runner.handle([a for a in fired if a.key not in result.muted]):
         decisions.setdefault(str(record["alert"]), []).append(record)
-    return signals_from_alerts(fired, result.muted, decisions)
+    indirect = frozenset(r.name for r in ruleset.rules if all(c.kind == "analysis" for c in r.conditions))
+    return signals_from_alerts(fired, result.muted, decisions, indirect)
 
 
 def alertmanager_signals(payload: Mapping[str, Any], inventory: Inventory) -> list[Signal]:
