@@ -206,6 +206,7 @@ def read_alert_payloads(path: Path | None) -> tuple[dict[str, Any], ...]:
 
 def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: str | None,
                   rules: Path | None, alerts: Path | None = None) -> tuple[Diagnosis, Any, Inventory]:
+    from suanli.analysis.health import HealthConfig
     from suanli.incidents.diagnose import DiagnoseConfig, diagnose
     from suanli.store.loader import missing_inputs
 
@@ -223,8 +224,10 @@ def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: 
     except BaseException:
         store.close()
         raise
+    health = HealthConfig(overrides_path=str(db.with_suffix(".overrides.jsonl"))) if db is not None else HealthConfig()
     diag = diagnose(store, inventory, window=window, missing=missing_inputs(store),
-                    config=DiagnoseConfig(rules_path=rules, alert_payloads=read_alert_payloads(alerts)))
+                    config=DiagnoseConfig(health=health, rules_path=rules,
+                                          alert_payloads=read_alert_payloads(alerts)))
     return diag, store, inventory
 
 

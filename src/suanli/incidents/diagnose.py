@@ -13,12 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from suanli.analysis import fabric, health, job_events, ledger
+from suanli.analysis.fabric import FabricConfig
 from suanli.analysis.findings import Finding
+from suanli.analysis.health import HealthConfig
+from suanli.analysis.job_events import JobEventsConfig
+from suanli.analysis.ledger import LedgerConfig
 from suanli.incidents.correlate import CorrelationConfig, correlate
 from suanli.incidents.impact import ImpactConfig, measure_impact
 from suanli.incidents.model import Incident, Signal
 from suanli.incidents.signals import alertmanager_signals, finding_signals, rule_signals
 from suanli.inventory import Inventory
+from suanli.rules import RulesConfig
 from suanli.store.api import Store
 from suanli.timefmt import to_rfc3339
 
@@ -29,11 +35,20 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DiagnoseConfig:
+    """Every threshold of a diagnosis in one object (``suanli.config.Config``): each analysis's
+    config with its documented defaults, the rules' evaluation settings, correlation and impact."""
+
+    ledger: LedgerConfig = field(default_factory=LedgerConfig)
+    health: HealthConfig = field(default_factory=HealthConfig)
+    fabric: FabricConfig = field(default_factory=FabricConfig)
+    job_events: JobEventsConfig = field(default_factory=JobEventsConfig)
+    rules: RulesConfig = field(default_factory=RulesConfig)
     correlation: CorrelationConfig = field(default_factory=CorrelationConfig)
     impact: ImpactConfig = field(default_factory=ImpactConfig)
     rules_path: Path | None = None
     """Rule file; None = the shipped default pack."""
     run_rules: bool = True
+    """Evaluate the rule pack (its alerts join the incidents)."""
     alert_payloads: tuple[dict[str, Any], ...] = ()
     """Alertmanager webhook payloads (version 4) to correlate with the findings and rule alerts."""
 
@@ -105,15 +120,15 @@ def _timed(name: str, fn: Callable[[], Any], errors: list[str], timings: dict[st
         timings[name] = round(time.perf_counter() - t0, 3)
 
 
-def _run_analyses(store: Store, inv: Inventory, errors: list[str],
-                  timings: dict[str, float]) -> dict[str, Any]:
-    from suanli.analysis import fabric, health, job_events, ledger
-
+def _run_analyses(store: Store, inv: Inventory, window: tuple[float, float], cfg: DiagnoseConfig,
+                  errors: list[str], timings: dict[str, float]) -> dict[str, Any]:
+    start, end = window
     return {
-        "ledger": _timed("ledger", lambda: ledger.analyze(store, inv), errors, timings),
-        "health": _timed("health", lambda: health.analyze(store, inv), errors, timings),
-        "fabric": _timed("fabric", lambda: fabric.analyze(store, inv), errors, timings),
-        "job_events": _timed("job_events", lambda: job_events.analyze(store, inv), errors, timings),
+        "ledger": _timed("ledger", lambda: ledger.analyze(store, inv, cfg.ledger), errors, timings),
+        "health": _timed("health", lambda: health.analyze(store, inv, cfg.health, start, end), errors, timings),
+        "fabric": _timed("fabric", lambda: fabric.analyze(store, inv, cfg.fabric, start, end), errors, timings),
+        "job_events": _timed("job_events", lambda: job_events.analyze(store, inv, cfg.job_events),
+                             errors, timings),
     }
 
 
@@ -133,15 +148,15 @@ def diagnose(store: Store, inventory: Inventory, *, window: tuple[float, float] 
     timings: dict[str, float] = {}
     if window is None:
         window = store.time_range() or (0.0, 0.0)
-    results = _run_analyses(store, inventory, errors, timings)
+    results = _run_analyses(store, inventory, window, config, errors, timings)
     findings: list[Finding] = []
     for res in results.values():
         findings.extend(getattr(res, "findings", []) or [])
     findings = [f for f in findings if f.start <= window[1] and (f.end is None or f.end >= window[0])]
     signals = finding_signals(findings)
     if config.run_rules:
-        alerts = _timed("rules", lambda: rule_signals(store, inventory, _analysis_values(results),
-                                                      window, config.rules_path), errors, timings)
+        alerts = _timed("rules", lambda: rule_signals(store, inventory, _analysis_values(results), window,
+                                                      config.rules_path, config.rules), errors, timings)
         signals.extend(alerts or [])
     for payload in config.alert_payloads:
         signals.extend(alertmanager_signals(payload, inventory))

@@ -9,6 +9,7 @@ from typing import Any
 from suanli.analysis.findings import Finding
 from suanli.incidents.model import Signal
 from suanli.inventory import Inventory
+from suanli.rules import RulesConfig
 from suanli.store.api import Store
 from suanli.timefmt import parse_time, to_rfc3339
 
@@ -58,7 +59,8 @@ def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None =
 
 
 def rule_signals(store: Store, inventory: Inventory, values: dict[str, dict[str, float]],
-                 window: tuple[float, float], rules_path: Path | None) -> list[Signal]:
+                 window: tuple[float, float], rules_path: Path | None,
+                 config: RulesConfig | None = None) -> list[Signal]:
     """Evaluate the rule pack over the window; fired alerts become signals. Their planned actions
     go through the action runner in dry run (diagnose never acts), so the guard's and the
     deduplication's decisions show as each action's status."""
@@ -66,7 +68,7 @@ def rule_signals(store: Store, inventory: Inventory, values: dict[str, dict[str,
 
     ruleset = load_rules(rules_path)
     index = EntityIndex.from_inventory(inventory)
-    alerts = evaluate_window(ruleset, store, index, window[0], window[1], values=values)
+    alerts = evaluate_window(ruleset, store, index, window[0], window[1], values=values, config=config)
     fired = sorted((a for a in alerts if a.fired_at is not None), key=lambda a: (a.fired_at, a.key))
     result = apply_inhibitions(fired, ruleset.inhibit_rules, dependents=inventory.topology.dependents)
     runner = ActionRunner.from_ruleset(ruleset, index, dry_run=True)
