@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suanli.analysis.fabric_counters import CounterConfig
-from suanli.analysis.fabric_findings import FindingConfig, counter_findings, latency_findings
+from suanli.analysis.fabric_findings import FindingConfig, counter_findings, latency_findings, refine_by_ber
 from suanli.analysis.fabric_inputs import hardware_suspect_gpus, read_counters, read_latency
 from suanli.analysis.fabric_jobs import job_frames, storage_findings, straggler_findings
 from suanli.analysis.findings import Finding
@@ -163,6 +163,7 @@ def analyze(store: Store, inventory: Inventory, config: FabricConfig = FabricCon
         return float(np.nanmin(on)) if np.isfinite(on).any() else span[0]
 
     findings += latency_findings(locs, onset_of, findings, jobs_of, config.findings)
+    findings = refine_by_ber(findings, inv, facts.levels, config.findings)
     values = {k: dict(v) for k, v in facts.levels.items()}
     scores: dict[str, float] = {}
     frames = job_frames(store, inv, span)

@@ -45,6 +45,10 @@ class FindingConfig:
     """A fault seen only in the latency matrix (one-way: optical, else port errors)."""
     min_latency_pairs: int = 3
     """... and only when it explains at least this many slow node pairs."""
+    parallel_ber_decades: float = 1.5
+    """Latency cannot tell parallel links between the same two switches apart (ECMP spreads the
+    probes over all of them): a latency-only finding on one of them moves to the port of that
+    bundle whose pre-FEC BER rose at least this many orders of magnitude (the most, if several)."""
 
 
 def _e(x: float) -> str:
@@ -188,3 +192,47 @@ def latency_findings(locs: list[Localisation], onset_of: Callable[[Localisation]
                              (text,), "fabric", extra={"jobs": sorted(jobs_of(loc.element)),
                                                         "direction": loc.direction}))
     return extra
+
+
+def _decades_of(facts_levels: dict[str, dict[str, float]], entity: str) -> float:
+    lv = facts_levels.get(entity, {})
+    late, early = lv.get("pre_fec_ber", float("nan")), lv.get("pre_fec_ber_early", float("nan"))
+    if not (late > 0 and early > 0):
+        return float("nan")
+    return float(np.log10(late / early))
+
+
+def refine_by_ber(findings: list[Finding], inv: Inventory, levels: dict[str, dict[str, float]],
+                  cfg: FindingConfig = FindingConfig()) -> list[Finding]:
+    """Move each latency-only finding on a switch-to-switch link (or its port) to the port of the
+    parallel bundle whose pre-FEC BER rose by orders of magnitude (``parallel_ber_decades``)."""
+    out: list[Finding] = []
+    for f in findings:
+        if f.source != "fabric" or not f.evidence or not f.evidence[0].startswith("latency up"):
+            out.append(f)
+            continue
+        pair = _switch_pair(inv, f.entity_id)
+        ports = [p for lk in inv.links for p in (lk.a, lk.b)
+                 if pair is not None and {inv.switch_of_port(lk.a), inv.switch_of_port(lk.b)} == pair]
+        scored = [(d, p) for p in ports if np.isfinite(d := _decades_of(levels, p)) and d >= cfg.parallel_ber_decades]
+        if not scored:
+            out.append(f)
+            continue
+        decades, port = max(scored)
+        lv = levels[port]
+        text = (f"{port} pre-FEC BER {lv['pre_fec_ber']:.1e} (was {lv['pre_fec_ber_early']:.1e}, "
+                f"+{decades:.1f} decades) on a link parallel to the one latency points at")
+        out.append(Finding("optical_degradation", "switch_port", port, f.start, f.end,
+                           max(f.confidence, cfg.ber_confidence - 0.1), (text, *f.evidence), f.source,
+                           f.detected_at, f.symptoms, f.extra))
+    return out
+
+
+def _switch_pair(inv: Inventory, entity: str) -> set[str | None] | None:
+    link = inv.links_by_id.get(entity)
+    if link is not None:
+        return {inv.switch_of_port(link.a), inv.switch_of_port(link.b)}
+    for lk in inv.links:
+        if entity in (lk.a, lk.b):
+            return {inv.switch_of_port(lk.a), inv.switch_of_port(lk.b)}
+    return None

@@ -25,7 +25,7 @@ from suanli.store.api import Series, Store
 if TYPE_CHECKING:
     from suanli.inventory.catalog import Inventory
 
-__all__ = ["CounterFacts", "M", "hardware_suspect_gpus", "late_level", "read_counters", "read_latency"]
+__all__ = ["CounterFacts", "M", "early_level", "hardware_suspect_gpus", "late_level", "read_counters", "read_latency"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -77,6 +77,14 @@ def late_level(values: F64, share: float = 0.25) -> float:
     return float(np.median(v[-max(1, int(len(v) * share)):]))
 
 
+def early_level(values: F64, share: float = 0.25) -> float:
+    """Median of the first ``share`` of the finite samples (NaN when none)."""
+    v = values[np.isfinite(values)]
+    if len(v) == 0:
+        return float("nan")
+    return float(np.median(v[:max(1, int(len(v) * share))]))
+
+
 def _by_entity(series: list[Series], kinds: tuple[str, ...]) -> dict[str, Series]:
     out: dict[str, Series] = {}
     for s in series:
@@ -117,6 +125,7 @@ def read_counters(store: Store, cfg: CounterConfig, span: tuple[float, float]) -
         _crc(store, cfg, facts, span)
         for ent, s in _by_entity(store.series(M.BER, start=span[0], end=span[1]), ("switch_port", "nic")).items():
             facts.level(ent, "pre_fec_ber", late_level(s.values))
+            facts.level(ent, "pre_fec_ber_early", early_level(s.values))
             facts.add(detect_signal(s.key.entity_kind or "", ent, "pre_fec_ber", s.ts, s.values,
                                     cfg.ber_change, cfg.min_ber, cfg.min_ber_decades))
         _rates(store, M.RETRANS, "rdma_retransmits", cfg, facts, cfg.min_retransmit_rate, span)
