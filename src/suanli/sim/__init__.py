@@ -1,1 +1,8 @@
-"""suanli.sim"""
+"""suanli.sim: the digital twin. Builds a cluster, runs its training jobs step by step, injects
+faults at their root entities and writes a scenario folder (spec/telemetry.md) with truth.json."""
+
+from suanli.sim.api import demo_cluster, list_scenarios, simulate, simulate_custom
+from suanli.sim.jobs import JobRequest
+from suanli.sim.scenarios import FaultRequest, Scenario
+
+__all__ = ["FaultRequest", "JobRequest", "Scenario", "demo_cluster", "list_scenarios", "simulate", "simulate_custom"]
