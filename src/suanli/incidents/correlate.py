@@ -122,9 +122,17 @@ def _absorb(inc: Incident, sig: Signal) -> None:
     _note_symptoms(inc, sig)
     if sig.detected_at is not None and sig.source == "rule" and sig.direct and sig.entity_id == inc.root_id:
         inc.detected_at = sig.detected_at if inc.detected_at is None else min(inc.detected_at, sig.detected_at)
-    for line in sig.evidence:
-        if sig.source != "symptom" and line not in inc.evidence and len(inc.evidence) < 12:
-            inc.evidence.append(line)
+    if _own_evidence(inc, sig):
+        for line in sig.evidence:
+            if line not in inc.evidence and len(inc.evidence) < 12:
+                inc.evidence.append(line)
+
+
+def _own_evidence(inc: Incident, sig: Signal) -> bool:
+    """Evidence worth showing: findings, and direct alerts at the root or of the same category."""
+    if sig.source == "finding":
+        return True
+    return sig.source != "symptom" and sig.direct and (sig.entity_id == inc.root_id or sig.category == inc.category)
 
 
 def _as_signal(inc: Incident) -> Signal:

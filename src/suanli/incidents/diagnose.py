@@ -196,6 +196,8 @@ def _actions(inc: Incident) -> list[dict[str, Any]]:
     planned: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for sig in inc.signals:
+        if not sig.direct or (sig.entity_id != inc.root_id and sig.category != inc.category):
+            continue        # a dependant's alert: its own actions would act on the victim
         for act in sig.actions:
             key = (str(act.get("action")), str(act.get("target")))
             if key not in seen:

@@ -20,7 +20,10 @@ def _pct(x: Any) -> str:
 
 
 def _money(x: Any) -> str:
-    return "-" if x is None else f"{float(x):,.2f}"
+    if x is None:
+        return "-"
+    v = float(x)
+    return f"{v:,.2f}" if abs(v) >= 1 else f"{v:.4g}"
 
 
 def incidents_table(diag: Diagnosis) -> Table:
@@ -50,9 +53,11 @@ def ledger_table(diag: Diagnosis) -> Table:
 
 
 def predictions_table(diag: Diagnosis, limit: int = 10) -> Table:
-    rows = sorted(diag.predictions, key=lambda p: -float(p.get("probability") or 0.0))[:limit]
+    """The GPUs whose forecast asks for something (watch, retire, overridden), riskiest first."""
+    risky = [p for p in diag.predictions if p.get("recommendation") != "ok" or p.get("override")]
+    rows = sorted(risky, key=lambda p: -float(p.get("probability") or 0.0))[:limit]
     table = Table("gpu", "event", "P(within horizon)", "health", "recommendation",
-                  title=f"failure forecasts (top {len(rows)} of {len(diag.predictions)})")
+                  title=f"failure forecasts: {len(risky)} of {len(diag.predictions)} GPUs need attention")
     for p in rows:
         table.add_row(str(p.get("id")), f"{p.get('event')} / {p.get('horizon_days')} d",
                       _pct(p.get("probability")), f"{float(p.get('health_score') or 0):.2f}",
@@ -78,8 +83,10 @@ def print_diagnosis(out: Console, diag: Diagnosis) -> None:
     total = sum(i.alert_count for i in diag.incidents)
     if diag.incidents:
         out.print(f"alert compression: {total} alerts -> {len(diag.incidents)} incident(s)")
-    if diag.predictions:
+    if any(p.get("recommendation") != "ok" or p.get("override") for p in diag.predictions):
         out.print(predictions_table(diag))
+    elif diag.predictions:
+        out.print(f"failure forecasts: all {len(diag.predictions)} GPUs ok (no DBE risk worth acting on)")
     out.print(ledger_table(diag))
     for e in diag.analysis_errors:
         out.print(f"[red]analysis error[/red] {e}", highlight=False)
