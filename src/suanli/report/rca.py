@@ -36,13 +36,31 @@ _HW_METRICS: dict[str, tuple[str, ...]] = {
     "storage": ("suanli_storage_read_latency_seconds",),
 }
 
+_COUNTERS = frozenset({"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "suanli_pcie_aer_errors_total",
+                       "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "suanli_switch_port_crc_errors_total",
+                       "suanli_rdma_retransmits_total", "node_infiniband_link_downed_total"})
+
 
 def _iso(ts: np.ndarray) -> list[str]:
     return [np.datetime_as_string(np.datetime64(int(t * 1000), "ms"), unit="s") for t in ts]
 
 
+def _titled(layout: dict[str, Any]) -> dict[str, Any]:
+    """Plotly.js 3 wants ``{"text": ...}`` titles on the figure and its axes."""
+    out = dict(layout)
+    if isinstance(out.get("title"), str):
+        out["title"] = {"text": out["title"]}
+    for axis in ("xaxis", "yaxis"):
+        ax = dict(out.get(axis) or {})
+        if isinstance(ax.get("title"), str):
+            ax["title"] = {"text": ax["title"]}
+        if ax:
+            out[axis] = ax
+    return out
+
+
 def _fig(div: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
-    layout = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 360, **layout}
+    layout = _titled({"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 360, **layout})
     return (f'<div id="{div}" class="plot"></div><script>Plotly.newPlot("{div}", '
             f'{json.dumps(data)}, {json.dumps(layout)}, {{"displaylogo": false, "responsive": true}});</script>')
 
@@ -85,12 +103,12 @@ def _framework(store: Store, job: str, start: float, end: float) -> str:
         if int(r) in r_index and int(s) in s_index:
             z[r_index[int(r)], s_index[int(s)]] = b - a
     stacked = _fig("phases", traces, {"barmode": "stack", "title": "median phase time per step (s)",
-                                      "xaxis": {"title": "step"}, "yaxis": {"title": "seconds"}})
+                                      "xaxis": {"title": "step", "tickformat": "d"}, "yaxis": {"title": "seconds"}})
     heat = _fig("ranks", [{"type": "heatmap", "x": uniq.tolist(), "y": [f"rank{int(r)}" for r in ranks],
                            "z": [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in z],
                            "colorscale": "Viridis", "colorbar": {"title": "step s"}}],
                  {"title": "step time per rank", "height": max(300, 12 * len(ranks) + 120),
-                  "xaxis": {"title": "step"}})
+                  "xaxis": {"title": "step", "tickformat": "d"}})
     return stacked + heat
 
 
@@ -99,14 +117,17 @@ def _hardware(store: Store, inc: Incident | None, start: float, end: float) -> s
         return "<p>No incident touches this job in the window: no suspect to show.</p>"
     parts = []
     for i, metric in enumerate(_HW_METRICS.get(inc.root_kind, ())):
-        series = store.series(metric, entity_ids=[inc.root_id], start=start, end=end)
+        counter = metric in _COUNTERS
+        read = store.rate if counter else store.series
+        series = read(metric, entity_ids=[inc.root_id], start=start, end=end)
         if not series:
             continue
         data = [{"type": "scatter", "mode": "lines", "name": "/".join(f"{k}={v}" for k, v in s.key.labels
                                                                        if k in ("severity", "port", "nic")) or metric,
                  "x": _iso(s.ts), "y": [None if not np.isfinite(v) else float(v) for v in s.values]}
                 for s in series]
-        parts.append(_fig(f"hw{i}", data, {"title": f"{inc.root_id}: {metric}", "height": 280}))
+        unit = " (per second)" if counter else ""
+        parts.append(_fig(f"hw{i}", data, {"title": f"{inc.root_id}: {metric}{unit}", "height": 280}))
     return "".join(parts) or f"<p>No metric series of {html.escape(inc.root_id)} in the window.</p>"
 
 
