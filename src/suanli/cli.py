@@ -160,11 +160,12 @@ def rca(
     sla_id: Annotated[str | None, typer.Option("--sla-id", help="SLA id (default: the job's).")] = None,
     db: Annotated[Path, typer.Option(help="DuckDB file.")] = DEFAULT_DB,
     folder: Annotated[Path | None, typer.Option("--dir", help="A scenario folder instead of --db.")] = None,
+    pdf: Annotated[Path | None, typer.Option(help="Also print the report to this PDF (needs Chromium).")] = None,
 ) -> None:
     """Write the root-cause report for one job and window."""
     from suanli.commands import rca_cmd
 
-    _run(lambda: rca_cmd(out, job, sla_id, start, end, out_file, db, folder))
+    _run(lambda: rca_cmd(out, job, sla_id, start, end, out_file, db, folder, pdf))
 
 
 @app.command()

@@ -306,8 +306,8 @@ def _write_heatmap(diag: Diagnosis, path: Path) -> None:
 # ---------------------------------------------------------------------------------------- rca
 
 def rca_cmd(out: Console, job: str, sla_id: str | None, start: str, end: str, out_file: Path,
-            db: Path, folder: Path | None) -> int:
-    from suanli.report.rca import write_rca
+            db: Path, folder: Path | None, pdf: Path | None = None) -> int:
+    from suanli.report.rca import html_to_pdf, write_rca
 
     diag, store, inv = run_diagnosis(folder, None if folder else db, start, end, None)
     try:
@@ -317,6 +317,8 @@ def rca_cmd(out: Console, job: str, sla_id: str | None, start: str, end: str, ou
     finally:
         store.close()
     out.print(f"wrote {out_file}")
+    if pdf is not None:
+        out.print(f"wrote {html_to_pdf(out_file, pdf)}")
     return 0
 
 

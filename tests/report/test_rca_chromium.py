@@ -64,3 +64,15 @@ def test_report_renders_in_chromium_without_console_errors(report: Path, tmp_pat
                     "--virtual-time-budget=10000", f"--screenshot={shot}", report.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert shot.stat().st_size > 50_000, "a blank page would be a few KB"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_report_prints_to_pdf(report: Path, tmp_path: Path) -> None:
+    from suanli.report.rca import html_to_pdf
+
+    _chromium()
+    pdf = html_to_pdf(report, tmp_path / "rca.pdf")
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-")
+    assert data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 2, "four sections span pages"

@@ -203,3 +203,27 @@ def write_rca(path: Path, diag: Diagnosis, store: Store, inv: Inventory, job: st
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(doc, encoding="utf-8")
     return path
+
+
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+def html_to_pdf(html_path: Path, pdf_path: Path, timeout_s: float = 120.0) -> Path:
+    """Print the report to PDF with headless Chromium (its scripts run first, so the plots are in)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from suanli.errors import InputError
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if exe is None:
+        raise InputError("PDF output needs Chromium on PATH (Debian package `chromium`); the HTML is written")
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=10000",
+                               "--no-pdf-header-footer", f"--print-to-pdf={pdf_path.resolve()}",
+                               html_path.resolve().as_uri()], capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0 or not pdf_path.exists():
+        raise InputError(f"{pdf_path}: Chromium could not print the report ({proc.stderr.strip()[-200:]})")
+    return pdf_path
