@@ -119,7 +119,8 @@ def ingest_cmd(out: Console, paths: list[Path], db: Path) -> int:
             _remove_db(db)
     out.print(_report_table(report))
     for reason in report.reasons[:10]:
-        out.print(f"  rejected: {reason}", markup=False, highlight=False)
+        tag = "skipped" if reason.endswith("already loaded, skipped") else "rejected"
+        out.print(f"  {tag}: {reason}", markup=False, highlight=False)
     out.print(f"database: {db}")
     if not inventory_kept:
         from suanli.cli import err

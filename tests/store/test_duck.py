@@ -17,6 +17,9 @@ CTR = SeriesKey("suanli_switch_port_crc_errors_total", (("port", "p1"), ("switch
                 "switch_port", "leaf-01/p1")
 
 
+T = 1_700_000_000  # 2023-11-14T22:13:20Z: metrics files' timestamps must lie in 2000..2100
+
+
 def a(*xs: float) -> np.ndarray:
     return np.array(xs, dtype=np.float64)
 
@@ -59,13 +62,13 @@ def test_duplicates_last_write_wins_and_out_of_order_is_sorted() -> None:
 
 def test_duplicates_in_one_file_later_line_wins(tmp_path: Path) -> None:
     path = tmp_path / "m.om"
-    lines = [f'g{{a="1"}} {i} {i % 3}' for i in range(3000)] + ["# EOF"]
+    lines = [f'g{{a="1"}} {i} {T + i % 3}' for i in range(3000)] + ["# EOF"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     store = DuckStore(None)
     store.load_openmetrics(path, None, IngestReport())
     (s,) = store.series("g")
     # ts 0, 1, 2 were written 1000 times each; the last lines were 2997 (ts 0), 2998 (ts 1), 2999 (ts 2)
-    assert s.ts.tolist() == [0, 1, 2] and s.values.tolist() == [2997, 2998, 2999]
+    assert s.ts.tolist() == [T, T + 1, T + 2] and s.values.tolist() == [2997, 2998, 2999]
 
 
 def test_counter_reset_rate_and_increase() -> None:
@@ -142,9 +145,9 @@ def test_1024_gpu_temperatures_over_20_minutes_read_fast() -> None:
 def test_last_line_wins_in_a_file_read_in_parallel_chunks(tmp_path: Path) -> None:
     # ~16 MB: DuckDB's CSV reader splits it across threads; order must survive
     path = tmp_path / "big.om"
-    body = [f'gauge_with_a_longer_name{{series="s{i % 100}",pad="xxxxxxxxxxxxxxxxxxxx"}} {i} {i // 100}'
+    body = [f'gauge_with_a_longer_name{{series="s{i % 100}",pad="xxxxxxxxxxxxxxxxxxxx"}} {i} {T + i // 100}'
             for i in range(200_000)]
-    rewrite = [f'gauge_with_a_longer_name{{series="s{i}",pad="xxxxxxxxxxxxxxxxxxxx"}} -1 0' for i in range(100)]
+    rewrite = [f'gauge_with_a_longer_name{{series="s{i}",pad="xxxxxxxxxxxxxxxxxxxx"}} -1 {T}' for i in range(100)]
     path.write_text("\n".join([*body, *rewrite, "# EOF"]) + "\n", encoding="utf-8")
     store = DuckStore(None)
     report = IngestReport()
@@ -156,7 +159,7 @@ def test_last_line_wins_in_a_file_read_in_parallel_chunks(tmp_path: Path) -> Non
     assert all(s.values[0] == -1 for s in got)
     # every other ts keeps its only value: series s7 at ts 5 is line 507
     s7 = next(s for s in got if s.key.label("series") == "s7")
-    assert s7.ts[5] == 5 and s7.values[5] == 507
+    assert s7.ts[5] == T + 5 and s7.values[5] == 507
 
 
 def test_a_file_that_is_not_a_store_is_a_clear_input_error(tmp_path: Path) -> None:
@@ -171,15 +174,15 @@ def test_a_file_that_is_not_a_store_is_a_clear_input_error(tmp_path: Path) -> No
 
 def test_same_series_written_with_labels_in_another_order_is_one_series(tmp_path: Path) -> None:
     first, second = tmp_path / "a.om", tmp_path / "b.om"
-    first.write_text('m{a="1",b="2"} 10 1\nm{a="1",b="2"} 20 2\n# EOF\n', encoding="utf-8")
-    second.write_text('m{b="2",a="1"} 99 2\nm{b="2",a="1"} 30 3\n# EOF\n', encoding="utf-8")
+    first.write_text(f'm{{a="1",b="2"}} 10 {T + 1}\nm{{a="1",b="2"}} 20 {T + 2}\n# EOF\n', encoding="utf-8")
+    second.write_text(f'm{{b="2",a="1"}} 99 {T + 2}\nm{{b="2",a="1"}} 30 {T + 3}\n# EOF\n', encoding="utf-8")
     store = DuckStore(tmp_path / "s.duckdb")
     for path in (first, second):
         store.load_openmetrics(path, None, IngestReport())
-    store.add_samples(SeriesKey("m", (("a", "1"), ("b", "2")), None, None), a(4), a(40))
+    store.add_samples(SeriesKey("m", (("a", "1"), ("b", "2")), None, None), a(T + 4), a(40))
     store.close()
     store = DuckStore(tmp_path / "s.duckdb")
     (s,) = store.series("m")
     # ts 2 was written 20 (first file), then 99 (second file): the later write wins
-    assert s.ts.tolist() == [1, 2, 3, 4] and s.values.tolist() == [10, 99, 30, 40]
+    assert s.ts.tolist() == [T + 1, T + 2, T + 3, T + 4] and s.values.tolist() == [10, 99, 30, 40]
     assert len(store.series_keys("m")) == 1

@@ -5,7 +5,12 @@ series text is parsed and resolved once (cached); per line: a dict lookup, a spl
 
 * OpenMetrics (``.om``, or ``# EOF`` / ``# UNIT`` / an OpenMetrics-only type seen): timestamps in
   float seconds, ``# EOF`` required, content after it rejected. Prometheus text: integer ms.
-* No timestamp: ``arrival_ts`` (a live scrape's time; files: their mtime), else rejected.
+* No timestamp: ``arrival_ts`` (a live scrape's time; files: their mtime), else rejected. A
+  timestamp outside [``min_ts_s``, ``max_ts_s``] (2000..2100) is rejected (``timestamp out of
+  range``) and its value kept in ``stray_ts`` (so a store can still show how far it was).
+* Files: a last line without its newline, in a file not ending in ``# EOF``, was cut by a writer
+  that died or a copy that stopped: rejected (``truncated line``). An unreadable rest of a file
+  (a corrupt ``.gz``) is one reject; the lines before it load.
 * Samples keep their exposed names (``foo_total``); ``foo_created`` of counter / histogram /
   summary families is a creation time, not stored (counted as ``created``). Exemplars and
   comments are tolerated. ``NaN``/``+Inf``/``-Inf`` are kept; DCGM blank sentinels become NaN
@@ -14,19 +19,28 @@ series text is parsed and resolved once (cached); per line: a dict lookup, a spl
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import math
 import re
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import Literal
 
 import numpy as np
 
 from suanli.ingest.records import IngestReport, SeriesKey
-from suanli.ingest.resolve import DCGM_BLANK, ResolverLike, dcgm_blank_to_nan, series_key
+from suanli.ingest.resolve import (
+    DCGM_BLANK,
+    LabelError,
+    ResolverLike,
+    dcgm_blank_to_nan,
+    parse_labels,
+    series_key,
+)
 
 __all__ = ["Batch", "Family", "LabelError", "OpenMetricsConfig", "OpenMetricsParser", "detect_format",
            "file_format", "file_mtime", "parse_labels", "parse_openmetrics", "read_openmetrics"]
@@ -35,11 +49,9 @@ Format = Literal["openmetrics", "prometheus", "auto"]
 Batch = tuple[SeriesKey, np.ndarray, np.ndarray]
 
 _NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
-_LABEL_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _OM_TYPES = frozenset({"unknown", "info", "stateset", "gaugehistogram"})
 _TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped", *_OM_TYPES})
 _CREATED_TYPES = frozenset({"counter", "histogram", "summary", "gaugehistogram"})
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,10 @@ class OpenMetricsConfig:
     """Lines looked at by ``fmt="auto"`` for OpenMetrics-only markers."""
     dcgm_prefix: str = "DCGM_"
     """Metrics whose blank sentinels become NaN."""
+    min_ts_s: float = 946_684_800.0
+    """Earliest accepted sample timestamp, epoch s (2000-01-01T00:00:00Z)."""
+    max_ts_s: float = 4_102_444_800.0
+    """Latest accepted sample timestamp, epoch s (2100-01-01T00:00:00Z)."""
 
 
 @dataclass
@@ -65,62 +81,7 @@ class Family:
     unit: str | None = None
 
 
-class LabelError(ValueError):
-    """A label set that does not parse (the message says why)."""
-
-
-_PAIR = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*(,?)')
-_UNESCAPE = re.compile(r"\\(.)")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")            # bytes that were not UTF-8 (surrogateescape)
-
-
-def parse_labels(text: str, start: int = 0) -> tuple[dict[str, str], int]:
-    """Parse ``{a="x",b="y\\n"}`` starting at ``text[start] == "{"``; returns labels and the index
-    after ``}``. Escapes ``\\\\``, ``\\"``, ``\\n``; spaces around names and commas and a trailing
-    comma are tolerated. Raises :class:`LabelError`."""
-    labels: dict[str, str] = {}
-    i = start + 1
-    while True:
-        m = _PAIR.match(text, i)
-        if m is None:
-            break
-        name, value = m.group(1), m.group(2)
-        if "\\" in value:
-            value = _unescape(value)
-        if name in labels:
-            raise LabelError(f"duplicate label {name!r}")
-        labels[name] = value
-        i = m.end()
-        if not m.group(3):
-            break
-    while i < len(text) and text[i] in " \t":
-        i += 1
-    if i < len(text) and text[i] == "}":
-        return labels, i + 1
-    raise LabelError(_why(text, i))
-
-
-def _unescape(value: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        if m.group(1) not in _ESCAPES:
-            raise LabelError("bad escape in label value")
-        return _ESCAPES[m.group(1)]
-    return _UNESCAPE.sub(one, value)
-
-
-def _why(text: str, i: int) -> str:
-    """What is wrong at ``text[i]``, where the label pattern stopped matching."""
-    eq = text.find("=", i)
-    if eq < 0:
-        return "label set not closed" if not text[i:].strip() else "label without '='"
-    name = text[i:eq].strip().lstrip(",").strip()
-    if not _LABEL_RE.match(name):
-        return f"bad label name {name[:40]!r}"
-    if not text[eq + 1:].lstrip(" \t").startswith('"'):
-        return f"label {name!r}: value not quoted"
-    if _PAIR.match(text, i) is None:
-        return f"label {name!r}: unterminated value"
-    return "expected ',' or '}' after a label"
 
 
 def _number(token: str) -> float:
@@ -166,6 +127,8 @@ class OpenMetricsParser:
         self._acc: dict[str, _Acc] = {}
         self._pending = 0
         self.eof_line: int | None = None
+        self.cut_line: int | None = None                  # a file's last line, without its newline
+        self.stray_ts: list[float] = []                   # min and max of out-of-range timestamps
         self.samples = 0
 
     # -- per line -------------------------------------------------------------------------------
@@ -180,6 +143,9 @@ class OpenMetricsParser:
                 continue
             if line[0] == "#":
                 self._comment(lineno, line)
+                continue
+            if lineno == self.cut_line:
+                self._reject(lineno, "truncated line")
                 continue
             self._sample(lineno, line)
             if self._pending >= self.config.batch_lines:
@@ -206,6 +172,9 @@ class OpenMetricsParser:
                 ts = _number(parts[1]) * self.ts_scale
                 if not math.isfinite(ts):
                     raise ValueError(parts[1])
+                if not self.config.min_ts_s <= ts <= self.config.max_ts_s:
+                    self._stray(ts)
+                    raise LookupError("timestamp out of range")
             else:
                 raise ValueError(" ".join(parts[2:]))
         except (ValueError, IndexError, LookupError) as err:
@@ -305,6 +274,13 @@ class OpenMetricsParser:
     def _reject(self, lineno: int, what: str) -> None:
         self.report.reject(f"{self.source}:{lineno}: {what}")
 
+    def _stray(self, ts: float) -> None:
+        self.stray_ts = [min([ts, *self.stray_ts]), max([ts, *self.stray_ts])]
+
+    def mark_cut(self, lineno: int) -> None:
+        """Line ``lineno`` is the last of a file and has no newline (called by the reader)."""
+        self.cut_line = lineno
+
     # -- output ---------------------------------------------------------------------------------
     def take(self) -> list[Batch]:
         """The accumulated samples as arrays, one entry per series; resets the accumulator."""
@@ -347,24 +323,38 @@ def parse_openmetrics(text: str | Iterable[str], *, source: str = "<text>",
     rep.add("samples", parser.samples)
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig", errors="surrogateescape", newline="")
-    return path.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="")
+def _text_chunks(path: Path, chunk_bytes: int) -> Iterator[str]:
+    """Decoded text (bytes that are not UTF-8 kept as surrogates), ``read1`` for ``.gz`` so that
+    what decompressed before a corrupt or cut part is still handed out."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="surrogateescape")
+    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
+        read = fh.read1 if isinstance(fh, gzip.GzipFile) else fh.read
+        while data := read(chunk_bytes):
+            yield decoder.decode(data)
+    yield decoder.decode(b"", final=True)
 
 
-def _file_lines(path: Path, chunk_bytes: int) -> Iterator[tuple[int, str]]:
-    with _open_text(path) as fh:
-        lineno = 0
-        tail = ""
-        while chunk := fh.read(chunk_bytes):
+def _file_lines(path: Path, chunk_bytes: int, parser: OpenMetricsParser | None = None) -> Iterator[tuple[int, str]]:
+    """Numbered lines; with ``parser``, a last line without newline is marked on it (``mark_cut``)
+    and a read error (a corrupt ``.gz``) ends the lines with one reject."""
+    lineno = 0
+    tail = ""
+    try:
+        for chunk in _text_chunks(path, chunk_bytes):
             lines = (tail + chunk).split("\n")
             tail = lines.pop()
             for line in lines:
                 lineno += 1
                 yield lineno, line
-        if tail:
-            yield lineno + 1, tail
+    except (OSError, EOFError, zlib.error) as err:
+        if parser is None:
+            return
+        parser.report.reject(f"{parser.source}:{lineno + 1}: unreadable ({str(err) or type(err).__name__})")
+        return
+    if tail:
+        if parser is not None:
+            parser.mark_cut(lineno + 1)
+        yield lineno + 1, tail
 
 
 def file_format(path: Path, config: OpenMetricsConfig | None = None) -> Literal["openmetrics", "prometheus"]:
@@ -383,18 +373,21 @@ def file_format(path: Path, config: OpenMetricsConfig | None = None) -> Literal[
 
 def read_openmetrics(path: Path, resolver: ResolverLike | None, report: IngestReport, *,
                      fmt: Format = "auto", arrival_ts: float | None = None,
-                     config: OpenMetricsConfig | None = None) -> Iterator[Batch]:
+                     config: OpenMetricsConfig | None = None, stray_ts: list[float] | None = None) -> Iterator[Batch]:
     """Stream a metrics file (``.gz`` too). Samples without a timestamp get ``arrival_ts``, by
-    default the file's modification time."""
+    default the file's modification time. ``stray_ts`` (if given) receives the earliest and
+    latest out-of-range timestamp rejected."""
     cfg = config or OpenMetricsConfig()
     kind = file_format(path, cfg) if fmt == "auto" else fmt
     stamp = arrival_ts if arrival_ts is not None else file_mtime(path)
     parser = OpenMetricsParser(source=path.name, resolver=resolver, report=report, fmt=kind,
                                arrival_ts=stamp, config=cfg)
-    for batch in parser.feed(_file_lines(path, cfg.read_chunk_bytes)):
+    for batch in parser.feed(_file_lines(path, cfg.read_chunk_bytes, parser)):
         yield from batch
     yield from parser.finish()
     report.add("samples", parser.samples)
+    if stray_ts is not None:
+        stray_ts.extend(parser.stray_ts)
 
 
 def _ends_with_eof(path: Path) -> bool:

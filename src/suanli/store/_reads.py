@@ -247,6 +247,8 @@ class DuckReads:
                       attrs=sc.loads_attrs(r[11])) for r in rows]
 
     def time_range(self) -> tuple[float, float] | None:
+        """Earliest and latest timestamp of samples, spans and events. Timestamps ingest rejected
+        as out of range are not data and do not stretch it (``suanli check`` lists the rejects)."""
         with self.lock:
             self.flush()
             rows = self.con.execute(

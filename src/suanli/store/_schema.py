@@ -13,6 +13,12 @@ Tables
     ``events``   the columns of ``records.Event``, ``attrs`` as JSON, ``seq``.
     ``meta``     key/value text: ``inventory``, ``inventory_source``.
     ``reports``  one JSON ``IngestReport`` per ingest run and source.
+    ``files``    the fingerprint of every file loaded (``suanli.store.loader.fingerprint``): a
+                 file loaded again unchanged is skipped.
+
+Spans are deduplicated on (``trace_id``, ``span_id``) and events on (``source``, ``ts``, ``kind``,
+``entity_id``, ``message``), the last write (highest ``seq``) winning, once after writes
+(``DuckStore.flush``), so reads see each once and a repeated or overlapping load double-counts nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ CREATE TABLE IF NOT EXISTS events (
     last_ts DOUBLE, attrs VARCHAR, seq BIGINT);
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR, value VARCHAR);
 CREATE TABLE IF NOT EXISTS reports (seq BIGINT, source VARCHAR, report VARCHAR);
+CREATE TABLE IF NOT EXISTS files (fingerprint VARCHAR, path VARCHAR, seq BIGINT);
 """
 
 SPAN_COLUMNS = ("trace_id", "span_id", "parent_id", "name", "start_s", "end_s", "job_id", "rank",

@@ -191,10 +191,21 @@ def check(store: Store, inventory: Any, *, rules_loaded: int = 0, inhibitions: i
                      "spans_resolved": spans.resolved, "train_steps": spans.steps,
                      "train_steps_joinable": spans.joinable, "hw_events": hw_total,
                      "hw_events_resolved": hw_resolved}
+    report.problems.extend(_ingest_problems(store, cfg))
     report.maturity["coverage"] = _coverage(keys, spans.total > 0, has_logs)
     report.maturity["correlation"] = _correlation(keys, spans, hw_total, hw_resolved, inventory, cfg)
     report.maturity["decision"] = _decision(rules_loaded, inhibitions, report.maturity["correlation"][0], cfg)
     return report
+
+
+def _ingest_problems(store: Store, cfg: CheckConfig) -> list[str]:
+    """Records ingest rejected (bad lines, timestamps out of range ...), with their first reasons."""
+    out = []
+    for source, rep in store.reports():
+        if rep.rejected:
+            out.append(f"{source}: {rep.rejected} record(s) rejected at ingest: "
+                       + _examples((r for r in rep.reasons if "already loaded" not in r), cfg.examples))
+    return out
 
 
 def _coverage(keys: list[SeriesKey], has_spans: bool, has_logs: bool) -> tuple[int, str]:

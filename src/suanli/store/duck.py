@@ -3,7 +3,9 @@
 Writes are buffered in Python lists and appended through Arrow in large batches (``flush_rows``).
 Last write wins for a repeated (series, ts): every sample carries a global write sequence
 ``seq`` and reads keep the row with the highest ``seq`` per (series, ts) (dedupe at query: loads
-stay append-only and fast). Out-of-order input is fine: reads sort by time. Reopening a file finds
+stay append-only and fast). Spans and events are deduplicated once after writes (``flush``: the
+last write of a (trace_id, span_id) or of an identical event wins), so a repeated load double-counts
+nothing. Out-of-order input is fine: reads sort by time. Reopening a file finds
 everything (series keys are reloaded into memory on open: one row per series, not per sample).
 Schema: ``suanli.store._schema``.
 """
@@ -70,6 +72,7 @@ class DuckStore(DuckReads):
         self._events: list[Event] = []
         self._load_keys()
         self.seq = self._max_seq()
+        self._deduped_seq = self.seq                      # spans/events up to here hold no duplicates
 
     # -- bookkeeping --------------------------------------------------------------------------
     def _load_keys(self) -> None:
@@ -83,7 +86,7 @@ class DuckStore(DuckReads):
     def _max_seq(self) -> int:
         row = self.con.execute(
             "SELECT greatest(coalesce((SELECT max(seq) FROM spans), 0), coalesce((SELECT max(seq) FROM events), 0), "
-            "coalesce((SELECT max(seq) FROM reports), 0))").fetchall()
+            "coalesce((SELECT max(seq) FROM reports), 0), coalesce((SELECT max(seq) FROM files), 0))").fetchall()
         return int(row[0][0]) if row else 0
 
     def next_seq(self, n: int) -> int:
@@ -123,6 +126,15 @@ class DuckStore(DuckReads):
             self.con.execute("DELETE FROM meta WHERE key IN ('inventory', 'inventory_source')").fetchall()
             self.con.execute("INSERT INTO meta VALUES ('inventory', ?), ('inventory_source', ?)",
                              [text, source]).fetchall()
+
+    def file_loaded(self, fingerprint: str) -> bool:
+        """Whether a file with this fingerprint (``loader.fingerprint``) was loaded before."""
+        rows = self.con.execute("SELECT count(*) FROM files WHERE fingerprint = ?", [fingerprint]).fetchall()
+        return bool(rows and rows[0][0])
+
+    def mark_file_loaded(self, fingerprint: str, path: str) -> None:
+        with self.lock:
+            self.con.execute("INSERT INTO files VALUES (?, ?, ?)", [fingerprint, path, self.next_seq(1)]).fetchall()
 
     def inventory_text(self) -> str | None:
         rows = self.con.execute("SELECT value FROM meta WHERE key = 'inventory'").fetchall()
@@ -170,6 +182,21 @@ class DuckStore(DuckReads):
             self._flush_samples()
             self._flush_spans()
             self._flush_events()
+            if self.seq > self._deduped_seq:
+                self._dedupe()
+
+    def _dedupe(self) -> None:
+        """Drop all but the last write (highest ``seq``) of each span and event (``_schema``), in the
+        tables that got rows since the last call (whichever path wrote them: all take ``next_seq``)."""
+        for table, key, where in (("spans", "trace_id, span_id", "trace_id IS NOT NULL AND span_id IS NOT NULL"),
+                                  ("events", "source, ts, kind, entity_id, message", "TRUE")):
+            new = self.con.execute(f"SELECT count(*) FROM {table} WHERE seq > ?", [self._deduped_seq]).fetchall()
+            if new[0][0]:
+                self.con.execute(
+                    f"DELETE FROM {table} WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER "
+                    f"(PARTITION BY {key} ORDER BY seq DESC) AS rn FROM {table} WHERE {where}) WHERE rn > 1)"
+                ).fetchall()
+        self._deduped_seq = self.seq
 
     def close(self) -> None:
         with self.lock:
@@ -275,6 +302,12 @@ class DuckStore(DuckReads):
         """Bulk-load a metrics file (``suanli.store.duck_om``); the loader calls this when present."""
         from suanli.store.duck_om import load_openmetrics
         load_openmetrics(self, path, resolver, report, arrival_ts=arrival_ts)
+
+    def load_otlp_jsonl(self, path: Path, resolver: Any, report: IngestReport) -> bool:
+        """Load a trace file (``suanli.store.duck_otlp``: bulk for clean OTLP JSON lines, else the
+        Python parser); the loader calls this when present. True when the bulk path was taken."""
+        from suanli.store.duck_otlp import load_otlp_jsonl
+        return load_otlp_jsonl(self, path, resolver, report)
 
     def stats(self) -> dict[str, int]:
         """Row counts per table (after a flush)."""

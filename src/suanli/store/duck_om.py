@@ -13,10 +13,12 @@ B. ``INSERT`` (hash, ts, value) of every sample line in file order, in a transac
    not a plain sample gets a NULL value or ts, found by one scan of the new rows.
 
 When anything is not a plain sample line (a series text that does not parse, an exemplar, a
-``_created`` series of a counter family, content after ``# EOF``, or pass B inserting fewer lines than pass A counted: a bad value or
-timestamp) or DuckDB cannot read the file (invalid UTF-8), pass B is rolled back and the whole
-file goes through the streaming parser instead, which reports each bad line with its exact
-number. Both paths give the same samples.
+``_created`` series of a counter family, content after ``# EOF``, a last line without its
+newline in a file not ending in ``# EOF``, or pass B inserting fewer lines than pass A counted:
+a bad value, a timestamp outside the config's range) or DuckDB cannot read the file (invalid
+UTF-8, a corrupt ``.gz``), pass B is rolled back and the whole file goes through the streaming
+parser instead, which reports each bad line with its exact number. Both paths give the same
+samples and rejects.
 Series texts are told apart by ``hash()`` (64-bit): a collision among a file's distinct series
 has a probability around n²/2⁶⁵ (1e-11 for 20,000 series); one with an id the store already
 gives to another series is detected and that file is streamed instead.
@@ -24,6 +26,8 @@ gives to another series is detected and that file is streamed instead.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,11 +56,12 @@ def _csv(path: Path) -> str:
             "null_padding=true, nullstr='\x02', new_line='\\n', compression='auto')")
 
 
-def _sample_rows(path: Path, ts_scale: float, stamp: float, prefix: str) -> str:
+def _sample_rows(path: Path, ts_scale: float, stamp: float, cfg: OpenMetricsConfig) -> str:
     """(h, ts, value) for every line pass A calls a sample; a line that is not a plain sample gets
     a NULL value or ts (checked after the insert: cheaper than a filter, which DuckDB would inline
     and so parse every number twice)."""
     b = DCGM_BLANK
+    prefix = cfg.dcgm_prefix.replace("'", "''")
     rows = f"""
       SELECT CASE WHEN b IS NOT NULL THEN a ELSE a[1:strpos(a, ' ') - 1] END AS st,
              CASE WHEN b IS NOT NULL THEN b ELSE a[strpos(a, ' '):] END AS rest, c
@@ -107,6 +112,8 @@ def load_openmetrics(store: DuckStore, path: Path, resolver: ResolverLike | None
             groups = _pass_a(store.con, path)
         except (duckdb.Error, UnicodeDecodeError):
             groups = None
+        if not cfg.min_ts_s <= stamp <= cfg.max_ts_s:      # only explicit timestamps are range-checked
+            groups = None
         plan = None if groups is None else _plan(groups, path, fmt, resolver, stamp, cfg)
         if plan is None:
             _stream(store, path, resolver, report, fmt, stamp, cfg)
@@ -115,7 +122,7 @@ def load_openmetrics(store: DuckStore, path: Path, resolver: ResolverLike | None
         if any(store.keys_by_id.get(h, key) != key for h, (key, _) in keys.items()):
             _stream(store, path, resolver, report, fmt, stamp, cfg)      # a 64-bit hash collision
             return
-        if not _insert(store, path, keys, 1.0 if fmt == "openmetrics" else 1e-3, stamp, cfg):
+        if not _insert(store, keys, _sample_rows(path, 1.0 if fmt == "openmetrics" else 1e-3, stamp, cfg), cfg):
             _stream(store, path, resolver, report, fmt, stamp, cfg)      # some line was not a plain sample
             return
         for h, (key, _) in keys.items():
@@ -140,6 +147,9 @@ def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: Resolve
     parser = OpenMetricsParser(source=path.name, resolver=resolver, report=scratch,
                                fmt="openmetrics" if fmt == "openmetrics" else "prometheus",
                                arrival_ts=stamp, config=cfg)
+    tail = _tail(path)
+    if tail is None or _cut(tail):
+        return None
     eof = 0
     for kind, _, comment, _, n in groups:
         if kind == "bad":
@@ -149,7 +159,7 @@ def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: Resolve
                 eof += n
             else:
                 list(parser.feed([(0, comment)]))
-    if eof > 1 or (eof == 1 and not _ends_with_eof(path)) or scratch.rejected:
+    if eof > 1 or (eof == 1 and not _ends_with_eof(tail)) or scratch.rejected:
         return None
     keys: dict[int, tuple[SeriesKey, int]] = {}
     for kind, h, _, st, n in groups:
@@ -163,31 +173,50 @@ def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: Resolve
     return keys, eof == 1
 
 
-def _ends_with_eof(path: Path) -> bool:
-    """The last non-blank line is ``# EOF`` (read from the end of the file)."""
-    if path.suffix == ".gz":
-        return True
-    with path.open("rb") as fh:
-        fh.seek(0, 2)
-        fh.seek(max(0, fh.tell() - 4096))
-        lines = [ln.strip() for ln in fh.read().splitlines() if ln.strip()]
+def _tail(path: Path, n_bytes: int = 4096) -> bytes | None:
+    """The last bytes of a file (decompressed for ``.gz``); None when it cannot be read."""
+    try:
+        if path.suffix != ".gz":
+            with path.open("rb") as fh:
+                fh.seek(0, 2)
+                fh.seek(max(0, fh.tell() - n_bytes))
+                return fh.read()
+        last = b""
+        with gzip.open(path, "rb") as gz:
+            while chunk := gz.read(1 << 20):
+                last = (last + chunk)[-n_bytes:]
+        return last
+    except (OSError, EOFError, zlib.error):
+        return None
+
+
+def _ends_with_eof(tail: bytes) -> bool:
+    """The last non-blank line is ``# EOF``."""
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
     return bool(lines) and lines[-1] == b"# EOF"
 
 
-def _insert(store: DuckStore, path: Path, keys: dict[int, tuple[SeriesKey, int]], ts_scale: float,
-            stamp: float, cfg: OpenMetricsConfig) -> bool:
+def _cut(tail: bytes) -> bool:
+    """The last line has no newline and is neither blank nor ``# EOF`` (the streaming parser
+    rejects it as truncated)."""
+    last = tail.rsplit(b"\n", 1)[-1]
+    return bool(last.strip()) and last.strip() != b"# EOF"
+
+
+def _insert(store: DuckStore, keys: dict[int, tuple[SeriesKey, int]], rows_sql: str,
+            cfg: OpenMetricsConfig) -> bool:
     """Append the sample lines in file order, in one transaction: a projection only, no join
     (DuckDB keeps the order of a streaming insert, so ``rowid`` order is line order and the last
-    line wins). Rolled back (False) when a line was not a plain sample."""
-    prefix = cfg.dcgm_prefix.replace("'", "''")
+    line wins). Rolled back (False) when a line was not a plain sample or its timestamp is out of
+    range (exact only when the arrival stamp is in range: the caller streams otherwise)."""
     con = store.con
     con.execute("BEGIN TRANSACTION").fetchall()
     try:
         before = int(con.execute("SELECT count(*) FROM samples").fetchall()[0][0])
-        rows = con.execute(f"INSERT INTO samples SELECT h, ts, value FROM "
-                           f"({_sample_rows(path, ts_scale, stamp, prefix)})").fetchall()
-        bad = con.execute("SELECT count(*) FROM samples WHERE rowid >= $n AND "
-                          "(value IS NULL OR ts IS NULL OR NOT isfinite(ts))", {"n": before}).fetchall()
+        rows = con.execute(f"INSERT INTO samples SELECT h, ts, value FROM ({rows_sql})").fetchall()
+        bad = con.execute("SELECT count(*) FROM samples WHERE rowid >= $n AND (value IS NULL OR ts IS NULL "
+                          "OR NOT isfinite(ts) OR ts < $lo OR ts > $hi)",
+                          {"n": before, "lo": cfg.min_ts_s, "hi": cfg.max_ts_s}).fetchall()
     except BaseException:
         con.execute("ROLLBACK").fetchall()
         raise
