@@ -393,7 +393,7 @@ def rules_export_cmd(out: Console, err: Console, fmt: str, rules: Path | None) -
         raise InputError(f"--format {fmt}: expected prometheus or alertmanager")
     print(text, end="" if text.endswith("\n") else "\n")
     for line in skipped:
-        err.print(f"not exported: {line}", markup=False, highlight=False)
+        err.print(f"note: {line}", markup=False, highlight=False)
     return 0
 
 

@@ -80,10 +80,11 @@ class _Graph:
             return None
 
     def members(self, root: str) -> frozenset[str]:
-        """Ranks and GPUs of the jobs that depend on ``root``: where its fault shows as slowness."""
+        """Ranks and GPUs of the jobs that depend on ``root`` (or of ``root`` itself, a job):
+        where its fault shows as slowness or a stall."""
         if root not in self._members:
             out: set[str] = set()
-            for dep in self.dependents(root):
+            for dep in (root, *self.dependents(root)):
                 job = self.inv.jobs.get(dep)
                 if job is not None:
                     out.update(r.id for r in job.ranks)
