@@ -121,8 +121,6 @@ def _note_symptoms(inc: Incident, sig: Signal) -> None:
 def _absorb(inc: Incident, sig: Signal) -> None:
     inc.signals.append(sig)
     _note_symptoms(inc, sig)
-    if sig.detected_at is not None and sig.source == "rule" and sig.direct and sig.entity_id == inc.root_id:
-        inc.detected_at = sig.detected_at if inc.detected_at is None else min(inc.detected_at, sig.detected_at)
     if _own_evidence(inc, sig):
         for line in sig.evidence:
             if line not in inc.evidence and len(inc.evidence) < 12:
@@ -134,6 +132,16 @@ def _own_evidence(inc: Incident, sig: Signal) -> bool:
     if sig.source == "finding":
         return True
     return sig.source != "symptom" and sig.direct and (sig.entity_id == inc.root_id or sig.category == inc.category)
+
+
+def _detected_at(inc: Incident) -> float:
+    """When suanli knew: the earliest of the root finding's own detection time and the firing of a
+    direct rule alert at the root or of the incident's category; the onset if neither says."""
+    times = [s.detected_at for s in inc.signals if s.detected_at is not None and (
+        (s.source == "finding" and s.entity_id == inc.root_id)
+        or (s.source in ("rule", "alertmanager") and s.direct
+            and (s.entity_id == inc.root_id or s.category == inc.category)))]
+    return max(min(times), inc.start) if times else inc.start
 
 
 def _as_signal(inc: Incident) -> Signal:
@@ -223,5 +231,7 @@ def correlate(signals: Iterable[Signal], inventory: Inventory,
             _absorb(host, s)
     extra, left = _alert_incidents(loose, graph, config)
     incidents.extend(extra)
+    for inc in incidents:
+        inc.detected_at = _detected_at(inc)
     incidents.sort(key=lambda i: (i.start, i.root_id))
     return incidents, left

@@ -21,7 +21,7 @@ def finding_signals(findings: Iterable[Finding]) -> list[Signal]:
     out: list[Signal] = []
     for f in findings:
         out.append(Signal("finding", f.category, f.entity_kind, f.entity_id, f.start, f.end,
-                          f.detected_at if f.detected_at is not None else f.start, f.category,
+                          f.detected_at, f.category,
                           f.confidence, tuple(f.evidence), finding=f))
         for s in f.symptoms:
             out.append(Signal("symptom", f"{f.category}:{s.what}", s.entity_kind, s.entity_id, s.ts,
