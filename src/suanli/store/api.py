@@ -105,3 +105,16 @@ class Store(Protocol):
     def reports(self) -> list[tuple[str, IngestReport]]: ...
 
     def unresolved_series(self) -> list[SeriesKey]: ...
+
+
+def add_batches(store: Store, batches: Iterable[tuple[SeriesKey, F64, F64]], report: IngestReport) -> None:
+    """Append parsed ``(series, ts, values)`` batches, counting each new series (and the
+    unresolved ones) in the report once."""
+    seen: set[SeriesKey] = set()
+    for key, ts, values in batches:
+        store.add_samples(key, ts, values)
+        if key not in seen:
+            seen.add(key)
+            report.add("series")
+            if key.entity_id is None:
+                report.add_unresolved("series")

@@ -42,6 +42,7 @@ from suanli.ingest.openmetrics import (
 )
 from suanli.ingest.records import IngestReport, SeriesKey
 from suanli.ingest.resolve import DCGM_BLANK, ResolverLike
+from suanli.store.api import add_batches
 
 if TYPE_CHECKING:
     from suanli.store.duck import DuckStore
@@ -229,13 +230,6 @@ def _insert(store: DuckStore, keys: dict[int, tuple[SeriesKey, int]], rows_sql: 
 
 def _stream(store: DuckStore, path: Path, resolver: ResolverLike | None, report: IngestReport,
             fmt: Literal["openmetrics", "prometheus"], stamp: float, cfg: OpenMetricsConfig) -> None:
-    seen: set[SeriesKey] = set()
-    for key, ts, values in read_openmetrics(path, resolver, report, fmt=fmt, arrival_ts=stamp, config=cfg):
-        store.add_samples(key, ts, values)
-        if key not in seen:
-            seen.add(key)
-            report.add("series")
-            if key.entity_id is None:
-                report.add_unresolved("series")
+    add_batches(store, read_openmetrics(path, resolver, report, fmt=fmt, arrival_ts=stamp, config=cfg), report)
     store.flush()
 

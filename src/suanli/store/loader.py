@@ -32,7 +32,7 @@ from suanli.errors import InputError
 from suanli.ingest.openmetrics import read_openmetrics
 from suanli.ingest.records import IngestReport
 from suanli.ingest.resolve import InventoryLookups, ResolverLike
-from suanli.store.api import Store
+from suanli.store.api import Store, add_batches
 
 __all__ = ["LoadPlan", "fingerprint", "load_paths", "missing_inputs", "plan_paths"]
 
@@ -201,14 +201,7 @@ def _load_metrics(path: Path, store: Store, lookups: ResolverLike | None, report
     if callable(bulk):
         bulk(path, lookups, report)
         return
-    seen: set[Any] = set()
-    for key, ts, values in read_openmetrics(path, lookups, report):
-        store.add_samples(key, ts, values)
-        if key not in seen:
-            seen.add(key)
-            report.add("series")
-            if key.entity_id is None:
-                report.add_unresolved("series")
+    add_batches(store, read_openmetrics(path, lookups, report), report)
 
 
 def _load_traces(path: Path, store: Store, resolver: Any, report: IngestReport) -> None:
