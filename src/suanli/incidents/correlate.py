@@ -60,6 +60,7 @@ class _Graph:
         self.inv = inventory
         self._deps: dict[str, frozenset[str]] = {}
         self._members: dict[str, frozenset[str]] = {}
+        self._nets: dict[str, frozenset[str]] = {}
 
     def dependents(self, entity_id: str) -> frozenset[str]:
         if entity_id not in self._deps:
@@ -79,9 +80,17 @@ class _Graph:
         except (KeyError, ValueError):
             return None
 
+    def _network(self, job_id: str) -> frozenset[str]:
+        if job_id not in self._nets:
+            try:
+                self._nets[job_id] = frozenset(self.inv.topology.job_network(job_id))
+            except (KeyError, ValueError):
+                self._nets[job_id] = frozenset()
+        return self._nets[job_id]
+
     def members(self, root: str) -> frozenset[str]:
-        """Ranks and GPUs of the jobs that depend on ``root`` (or of ``root`` itself, a job):
-        where its fault shows as slowness or a stall."""
+        """Ranks, GPUs and the network (NICs, ports, links) of the jobs that depend on ``root`` (or
+        of ``root`` itself, a job): where its fault shows as slowness, a stall or retransmits."""
         if root not in self._members:
             out: set[str] = set()
             for dep in (root, *self.dependents(root)):
@@ -89,6 +98,7 @@ class _Graph:
                 if job is not None:
                     out.update(r.id for r in job.ranks)
                     out.update(r.gpu for r in job.ranks)
+                    out.update(self._network(job.id))
             self._members[root] = frozenset(out)
         return self._members[root]
 
