@@ -26,8 +26,8 @@ class CommandsConfig:
 
     max_window_s: float = 86_400.0
     """Longest window ``diagnose``/``rca`` analyse in one run (24 h). The rule evaluator works on a
-    dense time grid, so one stray sample from 1970 (a truncated timestamp) would otherwise make the
-    window decades long and the run never end; a longer span needs ``--start``/``--end``."""
+    dense time grid, so data spanning months (a store fed for weeks, a log with a wrong clock)
+    would make one run crawl; a longer span needs ``--start``/``--end``."""
 
 
 CONFIG = CommandsConfig()
