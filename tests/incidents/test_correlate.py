@@ -96,3 +96,12 @@ def test_another_gpus_own_fault_alert_is_not_absorbed_by_the_port(inv: Inventory
     incidents, _ = correlate(sigs, inv)
     assert sorted((i.category, i.root_id) for i in incidents) == sorted(
         [("switch_port_errors", PORT), ("gpu_thermal", other)])
+
+
+def test_a_hang_beside_a_degrading_memory_is_a_second_fault(inv: Inventory) -> None:
+    gpu = inv.jobs[JOB].ranks[7].gpu
+    sigs = finding_signals([_finding("gpu_memory_degradation", "gpu", gpu),
+                            _finding("collective_hang", "job", JOB, T0 + 60, 0.8)])
+    incidents, _ = correlate(sigs, inv)
+    assert sorted((i.category, i.root_id) for i in incidents) == sorted(
+        [("gpu_memory_degradation", gpu), ("collective_hang", JOB)])

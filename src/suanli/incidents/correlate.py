@@ -27,11 +27,21 @@ CATEGORY_PRIORITY: dict[str, int] = {
     "nic_down": 85, "optical_degradation": 75, "switch_port_errors": 72,
     "storage_slow": 60, "oom": 95, "collective_hang": 10,
 }
-# Categories a hardware fault upstream may explain (they are then its symptoms).
-FOLDABLE: frozenset[str] = frozenset({
-    "collective_hang", "gpu_straggler", "nic_down", "storage_slow", "switch_port_errors",
-    "optical_degradation", "gpu_thermal", "nvlink_degradation",
-})
+# What a fault can cause downstream: a finding of such a category on a dependant of the fault's
+# entity is that fault's symptom. A lost GPU hangs its job's collectives; a degrading memory does
+# not, so a hang beside it is a second fault. A bad port or optic shows on the NICs behind it.
+CAN_EXPLAIN: dict[str, frozenset[str]] = {
+    "gpu_lost": frozenset({"collective_hang", "gpu_straggler"}),
+    "gpu_memory_failure": frozenset({"collective_hang"}),
+    "pcie_riser": frozenset({"collective_hang", "gpu_straggler", "switch_port_errors",
+                             "optical_degradation", "nic_down"}),
+    "gpu_thermal": frozenset({"gpu_straggler"}),
+    "nvlink_degradation": frozenset({"gpu_straggler"}),
+    "nic_down": frozenset({"collective_hang"}),
+    "switch_port_errors": frozenset({"collective_hang", "switch_port_errors", "optical_degradation", "nic_down"}),
+    "optical_degradation": frozenset({"collective_hang", "switch_port_errors", "optical_degradation",
+                                      "nic_down"}),
+}
 NEVER_FOLDED: frozenset[str] = frozenset({"oom"})
 # A fault on a GPU's PCIe path (the riser) also disturbs the NIC that shares that path.
 PCIE_PATH_CATEGORIES: frozenset[str] = frozenset({"pcie_riser"})
@@ -172,8 +182,8 @@ def _merge_findings(findings: list[Signal], graph: _Graph, cfg: CorrelationConfi
             if same and (sig.category not in NEVER_FOLDED or inc.category == sig.category):
                 host = inc
                 break
-            if (sig.category in FOLDABLE and sig.category not in NEVER_FOLDED
-                    and inc.category not in NEVER_FOLDED and graph.explains(inc.root_id, sig, inc.category)):
+            if (sig.category in CAN_EXPLAIN.get(inc.category, frozenset())
+                    and graph.explains(inc.root_id, sig, inc.category)):
                 host = inc
                 break
         if host is None:
