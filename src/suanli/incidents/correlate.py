@@ -223,8 +223,9 @@ def _alert_incidents(loose: list[Signal], graph: _Graph, cfg: CorrelationConfig)
         else:
             _absorb(host, s)
     left: list[Signal] = []
+    seeded = {id(s) for s in seeds}
     for s in loose:
-        if s in seeds:
+        if id(s) in seeded:
             continue
         host = _best_host(s, incidents, graph, cfg.window_s)
         if host is None:
