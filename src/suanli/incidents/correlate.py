@@ -43,6 +43,8 @@ CAN_EXPLAIN: dict[str, frozenset[str]] = {
                                       "nic_down"}),
 }
 NEVER_FOLDED: frozenset[str] = frozenset({"oom"})
+# Entities whose faults show as retransmits and slow pairs across the network of the jobs they carry.
+NETWORK_KINDS: frozenset[str] = frozenset({"nic", "switch_port", "link", "switch"})
 # A fault on a GPU's PCIe path (the riser) also disturbs the NIC that shares that path.
 PCIE_PATH_CATEGORIES: frozenset[str] = frozenset({"pcie_riser"})
 
@@ -99,8 +101,9 @@ class _Graph:
         return self._nets[job_id]
 
     def members(self, root: str) -> frozenset[str]:
-        """Ranks, GPUs and the network (NICs, ports, links) of the jobs that depend on ``root`` (or
-        of ``root`` itself, a job): where its fault shows as slowness, a stall or retransmits."""
+        """Ranks and GPUs of the jobs that depend on ``root`` (or of ``root`` itself, a job), and,
+        for a fault in the network, those jobs' NICs, ports and links: where it shows as slowness,
+        a stall or retransmits."""
         if root not in self._members:
             out: set[str] = set()
             for dep in (root, *self.dependents(root)):
@@ -108,7 +111,8 @@ class _Graph:
                 if job is not None:
                     out.update(r.id for r in job.ranks)
                     out.update(r.gpu for r in job.ranks)
-                    out.update(self._network(job.id))
+                    if self.inv.kind_of(root) in NETWORK_KINDS:
+                        out.update(self._network(job.id))
             self._members[root] = frozenset(out)
         return self._members[root]
 
