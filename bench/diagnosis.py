@@ -26,9 +26,9 @@ from suanli.timefmt import parse_time
 SEEDS = (101, 102)
 SIZES = (8, 16)
 SCRAPE_S = 15.0
-# Faults that stall every rank of a job: each of its GPUs raises its own alerts (tensor cores idle,
+# Faults that stall every rank of a job for minutes: each of its GPUs raises its own alerts (tensor cores idle,
 # the rank's NCCL timeout), the storm the seed document describes (237 alerts for one GPU fault).
-STORMS = ("gpu_lost", "gpu_memory_failure", "nic_down", "collective_hang", "seed_xid79", "seed_hang")
+STORMS = ("gpu_lost", "nic_down", "collective_hang", "seed_xid79", "seed_hang")
 
 
 def _budgets() -> dict[str, float]:
