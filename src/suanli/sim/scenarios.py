@@ -125,6 +125,11 @@ def _candidates(c: SimCluster, nets: dict[str, JobNet], category: str) -> list[t
 
 
 
+# Faults after which a job no longer steps (it failed, hung or restarts): a later fault lands on
+# another job where it can, or its signature would never be written while truth still claims it.
+STOPS_JOB: frozenset[str] = frozenset({"gpu_lost", "gpu_memory_failure", "nic_down", "collective_hang", "oom"})
+
+
 def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.random.Generator,
                 t0: float, t1: float) -> list[Fault]:
     """Draws each fault's root among plausible entities and its onset a third to half into the window."""
@@ -139,6 +144,8 @@ def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.ra
             cands = _candidates(c, nets, req.category)
             used = {f.root for f in faults}
             cands = [x for x in cands if x[0] not in used] or cands
+            stopped = {j for f in faults if f.category in STOPS_JOB for j in f.jobs}
+            cands = [x for x in cands if not set(x[1]) & stopped] or cands
             root, jobs = cands[int(rng.integers(0, len(cands)))]
             start = onset + req.delay_s
         ramp = {"gpu_thermal": 120.0, "pcie_riser": 60.0, "optical_degradation": 120.0,
