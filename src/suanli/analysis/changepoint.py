@@ -60,6 +60,12 @@ class ChangeConfig:
     """The median after the onset must exceed the baseline by this many sigmas."""
     max_restarts: int = 0
     """After a burst that did not last, look again this many times (each raises false alarms)."""
+    ramp_samples: int = 8
+    """On a ramp the level may reach half its final height after the alarm: the onset is looked
+    for up to this many samples past it (8 x 15 s = the 2 minutes an optic or a riser takes)."""
+    min_tail_samples: int = 4
+    """... and only where at least this many samples follow, so a short tail at the end of the
+    window cannot fake a lasting level."""
     log10: bool = False
     """Test log10(value) (rates and bit-error ratios, whose changes are multiplicative)."""
     floor: float = 1e-15
@@ -127,10 +133,15 @@ def cusum_alarms(z: F64, config: ChangeConfig = ChangeConfig()) -> tuple[npt.NDA
     return alarm, onset
 
 
-def _onset(z: F64, lo: int, hi: int, min_shift: float) -> int:
-    """The first sample in [lo, hi] that is high itself and after which the median stays high."""
-    for i in range(lo, hi + 1):
-        if z[i] >= min_shift and float(np.median(z[i:])) >= min_shift:
+def _onset(z: F64, lo: int, hi: int, config: ChangeConfig) -> int:
+    """The first sample from ``lo`` that is itself at least half-way to the level after the alarm
+    at ``hi`` (a lone blip of the baseline's noise before the real change does not back-date it; on
+    a ramp the half-way point may come up to ``ramp_samples`` after the alarm) and after which the
+    median stays high."""
+    bar = max(config.min_shift_sigma, 0.5 * float(np.median(z[hi:])))
+    last = min(hi + config.ramp_samples, len(z) - config.min_tail_samples)
+    for i in range(lo, max(last, hi) + 1):
+        if z[i] >= bar and float(np.median(z[i:])) >= config.min_shift_sigma:
             return i
     return -1
 
@@ -161,12 +172,13 @@ def sudden_increase(ts: F64, values: F64, config: ChangeConfig = ChangeConfig())
         if alarm[0] < 0:
             return None
         i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])
-        i_found = _onset(z, i_on, i_al, config.min_shift_sigma)
+        i_found = _onset(z, i_on, i_al, config)
         if i_found >= 0:
             after = float(np.median(x[i_found:]))
             score = (after - mu) / sigma
+            i_det = max(i_found, i_al)
             if config.log10:
-                return ChangePoint(float(t[i_found]), float(t[i_al]), 10.0 ** mu, 10.0 ** after, score)
-            return ChangePoint(float(t[i_found]), float(t[i_al]), mu, after, score)
+                return ChangePoint(float(t[i_found]), float(t[i_det]), 10.0 ** mu, 10.0 ** after, score)
+            return ChangePoint(float(t[i_found]), float(t[i_det]), mu, after, score)
         begin = i_al + 1            # a burst that did not last: start over after it
     return None

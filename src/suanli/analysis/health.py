@@ -313,6 +313,6 @@ def analyze(store: Store, inventory: InventoryLike, config: HealthConfig = Healt
     findings: list[Finding] = []
     for det, gid in _detect_all(data, health, w_end, config):
         findings.append(Finding(det.category, "gpu", gid, det.onset_s, det.end_s, det.confidence,
-                                det.evidence, "health", detected_at=None))
+                                det.evidence, "health", detected_at=det.detected_s))
     events = [e for d in data.values() for e in d.events]
     return HealthResult(findings, health, config.degradation.horizon_days, events)

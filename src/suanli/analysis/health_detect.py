@@ -86,6 +86,9 @@ class Detection:
     confidence: float
     evidence: tuple[str, ...]
     end_s: float | None = None
+    detected_s: float | None = None
+    """When the evidence first met its own bar (a sustained condition: its run start plus the
+    ``sustain_s`` it must last); None where the onset itself is the evidence (an Xid line)."""
 
 
 def _median_interval(ts: F64) -> float:
@@ -199,6 +202,7 @@ def _ramp_start(ts: F64, v: F64, onset_s: float, level: float) -> float:
 def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> Detection | None:
     """Heat over the limit (or far above own baseline and peers), or thermal throttle reasons."""
     onsets: list[float] = []
+    met: list[float] = []
     evidence: list[str] = []
     for metric, limit, label in ((hw.GPU_TEMP, config.temp_limit_c, "temperature"),
                                  (hw.MEMORY_TEMP, config.memory_temp_limit_c, "memory temperature")):
@@ -208,6 +212,7 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
         gap = 3 * _median_interval(ts)
         onset, dur = hw.sustained_onset(ts, flag, config.sustain_s, gap)
         if onset is not None:
+            met.append(onset + config.sustain_s)
             onsets.append(_ramp_start(ts, g.series[metric][1], onset, base + config.temp_rise_c))
             peak = float(np.nanmax(g.series[metric][1][flag]))
             evidence.append(f"{g.gpu_id} {label} {peak:.0f} °C for {dur / 60:.0f} min "
@@ -219,6 +224,7 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
         onset, dur = hw.sustained_onset(ts, flag, config.sustain_s, 3 * _median_interval(ts))
         if onset is not None:
             onsets.append(onset)
+            met.append(onset + config.sustain_s)
             names = sorted({n for b in np.unique(bits[flag]) for n in hw.decode_throttle(int(b))
                             if n.endswith(("thermal_slowdown", "hw_slowdown", "power_brake_slowdown"))})
             evidence.append(f"{g.gpu_id} clock throttle reasons {', '.join(names)} for {dur / 60:.0f} min")
@@ -233,7 +239,7 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
             evidence.append(f"{g.gpu_id} SM clock {np.nanmedian(late):.0f} MHz "
                             f"(node peers {np.nanmedian(late_peer):.0f} MHz)")
     conf = 0.85 if len(onsets) > 1 else 0.7
-    return Detection("gpu_thermal", min(onsets), conf, tuple(evidence))
+    return Detection("gpu_thermal", min(onsets), conf, tuple(evidence), detected_s=min(met))
 
 
 def detect_memory(g: GpuData, sbe_per_day: float, recommendation: str, forecast_note: str,
