@@ -179,36 +179,11 @@ def _load_folder(folder: Path) -> DuckStore:
     return store
 
 
-def read_alert_payloads(path: Path | None) -> tuple[dict[str, Any], ...]:
-    """Alertmanager webhook payloads from a file: one JSON object, a list, or JSON lines."""
-    if path is None:
-        return ()
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror}") from None
-    try:
-        doc = json.loads(text)
-        items = doc if isinstance(doc, list) else [doc]
-    except json.JSONDecodeError:
-        items = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    items.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"not JSON: {exc.msg}", file=str(path), line=n) from None
-    for n, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("alerts"), list):
-            raise InputError(f"payload {n}: expected an Alertmanager webhook object with an 'alerts' list",
-                             file=str(path))
-    return tuple(items)
-
-
 def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: str | None,
                   rules: Path | None, alerts: Path | None = None) -> tuple[Diagnosis, Any, Inventory]:
     from suanli.analysis.health import HealthConfig
     from suanli.incidents.diagnose import DiagnoseConfig, diagnose
+    from suanli.incidents.signals import read_alert_payloads
     from suanli.store.loader import missing_inputs
 
     if (folder is None) == (db is None):

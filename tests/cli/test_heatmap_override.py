@@ -36,3 +36,20 @@ def test_override_is_stored_audited_and_shown(tmp_path: Path) -> None:
     shown = [p for p in got["predictions"] if p["id"] == "node-002/gpu5"]
     assert shown and shown[0]["override"]["state"] == "healthy"
     assert all("override" not in p for p in got["predictions"] if p["id"] != "node-002/gpu5")
+
+
+def test_alertmanager_webhooks_join_the_diagnosis(tmp_path: Path) -> None:
+    folder = shared_path("scenarios", "switch_port_errors")
+    uuid = "GPU-01a4e8f7-a2b3-91bb-aa86-4257d9ab58a2"            # node-004/gpu2 in that inventory
+    payload = {"version": "4", "status": "firing", "alerts": [
+        {"status": "firing", "startsAt": "2026-03-10T01:41:00Z", "endsAt": "0001-01-01T00:00:00Z",
+         "labels": {"alertname": "GPUOverTemperature", "UUID": uuid, "category": "gpu_thermal"}}]}
+    hooks = tmp_path / "hooks.jsonl"
+    hooks.write_text(json.dumps(payload) + "\n")
+    res = invoke("diagnose", folder, "--json", "--alerts", hooks)
+    assert res.exit_code == 0, res.stderr
+    got = {(i["category"], i["root_cause"]["id"]) for i in json.loads(res.stdout)["incidents"]}
+    assert got == {("switch_port_errors", "leaf-02/p16"), ("gpu_thermal", "node-004/gpu2")}
+    hooks.write_text('{"version": "4", "alerts": [}\n')
+    bad = invoke("diagnose", folder, "--json", "--alerts", hooks)
+    assert bad.exit_code == 2 and "hooks.jsonl:1" in bad.stderr

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from suanli.analysis.findings import Finding
+from suanli.errors import InputError
 from suanli.incidents.model import Signal
 from suanli.inventory import Inventory
 from suanli.rules import RulesConfig
 from suanli.store.api import Store
 from suanli.timefmt import parse_time, to_rfc3339
 
-__all__ = ["alertmanager_signals", "finding_signals", "rule_signals", "signals_from_alerts"]
+__all__ = ["alertmanager_signals", "finding_signals", "read_alert_payloads", "rule_signals",
+           "signals_from_alerts"]
 
 
 def finding_signals(findings: Iterable[Finding]) -> list[Signal]:
@@ -128,3 +131,29 @@ def _anchor(labels: Mapping[str, str], inv: Inventory) -> tuple[str, str]:
     if node:
         return "node", node
     return "cluster", inv.cluster
+
+
+def read_alert_payloads(path: Path | None) -> tuple[dict[str, Any], ...]:
+    """Alertmanager webhook payloads from a file: one JSON object, a list, or JSON lines."""
+    if path is None:
+        return ()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+        items = doc if isinstance(doc, list) else [doc]
+    except json.JSONDecodeError:
+        items = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    items.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"not JSON: {exc.msg}", file=str(path), line=n) from None
+    for n, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("alerts"), list):
+            raise InputError(f"payload {n}: expected an Alertmanager webhook object with an 'alerts' list",
+                             file=str(path))
+    return tuple(items)
