@@ -21,35 +21,18 @@ from suanli.ingest.otlp import parse_otlp_json_line, parse_otlp_proto, read_otlp
 from suanli.ingest.records import IngestReport, Span
 from tests.conftest import shared_path
 from tests.ingest.test_logs_support import InventoryResolver
+from tests.otlp_json import request_line, span
 
 SCENARIOS = ("healthy", "switch_port_errors", "pcie_riser")
 
 
-def _kv(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "value": {"boolValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    if isinstance(value, float):
-        return {"key": key, "value": {"doubleValue": value}}
-    return {"key": key, "value": {"stringValue": value}}
-
-
 def _span(sid: str, name: str, start_ns: int, end_ns: int, parent: str | None = None,
           **attrs: Any) -> dict[str, Any]:
-    sp: dict[str, Any] = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": sid, "name": name,
-                          "startTimeUnixNano": str(start_ns), "endTimeUnixNano": str(end_ns)}
-    if parent:
-        sp["parentSpanId"] = parent
-    if attrs:
-        sp["attributes"] = [_kv(k.replace("__", "."), v) for k, v in attrs.items()]
-    return sp
+    return span("0af7651916cd43dd8448eb211c80319c", sid, name, start_ns, end_ns, parent, **attrs)
 
 
 def _request(resource: dict[str, Any], spans: list[dict[str, Any]]) -> str:
-    return json.dumps({"resourceSpans": [{
-        "resource": {"attributes": [_kv(k, v) for k, v in resource.items()]},
-        "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]})
+    return request_line(resource, spans)
 
 
 RES = {"job.id": "job-a", "framework.pytorch.rank": 3, "host.name": "node-001",

@@ -15,6 +15,7 @@ from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
 from suanli.store.duck_otlp import load_otlp_jsonl
 from tests.conftest import shared_path
+from tests.otlp_json import request_line, span
 
 SCENARIOS = ("healthy", "switch_port_errors", "pcie_riser")
 COLS = "trace_id, span_id, parent_id, name, start_s, end_s, job_id, rank, step, gpu_id, node_id, attrs, seq"
@@ -68,30 +69,12 @@ def test_simulated_scenarios_equal_python_path(scenario: str, tmp_path: Path) ->
     assert r_fast.loaded == r_slow.loaded and r_fast.unresolved == r_slow.unresolved
 
 
-def _kv(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "value": {"boolValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    if isinstance(value, float):
-        return {"key": key, "value": {"doubleValue": value}}
-    return {"key": key, "value": {"stringValue": value}}
-
-
 def _span(sid: str, name: str, t0_s: int, parent: str | None = None, **attrs: Any) -> dict[str, Any]:
-    sp: dict[str, Any] = {"traceId": TRACE, "spanId": sid, "name": name,
-                          "startTimeUnixNano": str(t0_s * 10**9), "endTimeUnixNano": str(t0_s * 10**9 + 5)}
-    if parent:
-        sp["parentSpanId"] = parent
-    if attrs:
-        sp["attributes"] = [_kv(k.replace("__", "."), v) for k, v in attrs.items()]
-    return sp
+    return span(TRACE, sid, name, t0_s * 10**9, t0_s * 10**9 + 5, parent, **attrs)
 
 
 def _line(resource: dict[str, Any], spans: list[dict[str, Any]]) -> str:
-    return json.dumps({"resourceSpans": [{
-        "resource": {"attributes": [_kv(k, v) for k, v in resource.items()]},
-        "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]})
+    return request_line(resource, spans)
 
 
 RES_UUID = {"job.id": JOB, "framework.pytorch.rank": 0, "host.name": "node-001",
