@@ -177,7 +177,23 @@ def detect_pcie(g: GpuData, fleet_aer_median: float, fleet_replay_median: float,
     conf = 0.9 if (aer_bad and rep_bad) else 0.75
     if "uncorrected" in deltas and deltas["uncorrected"].total > 0:
         conf = min(conf + 0.05, 0.95)
-    return Detection("pcie_riser", onset, conf, tuple(evidence))
+    crossed = [t for t in (_crossing(list(deltas.values()), max(config.aer_min_count, aer_ref)) if aer_bad else None,
+                           _crossing([replay] if replay else [], max(config.replay_min_increase, rep_ref))
+                           if rep_bad else None) if t is not None]
+    return Detection("pcie_riser", onset, conf, tuple(evidence),
+                     detected_s=max(min(crossed), onset) if crossed else None)
+
+
+def _crossing(deltas: Sequence[hw.CounterDelta], bar: float) -> float | None:
+    """When the counters' summed increase first reached ``bar`` (the finding's own threshold)."""
+    if not deltas:
+        return None
+    ts = np.concatenate([d.ts for d in deltas])
+    inc = np.concatenate([d.increments for d in deltas])
+    order = np.argsort(ts, kind="stable")
+    total = np.cumsum(np.nan_to_num(inc[order]))
+    hit = np.flatnonzero(total >= bar)
+    return float(ts[order][hit[0]]) if hit.size else None
 
 
 def _hot_flag(g: GpuData, metric: str, limit_c: float, peers: Sequence[GpuData],

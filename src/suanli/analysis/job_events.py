@@ -8,8 +8,10 @@ when one sits upstream. Out-of-memory is the job's own fault and is never folded
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from suanli.analysis.findings import Finding, Symptom
 from suanli.ingest.records import Event
@@ -17,7 +19,7 @@ from suanli.inventory import Inventory
 from suanli.store.api import Store
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["JobEventsConfig", "JobEventsResult", "analyze", "job_findings"]
+__all__ = ["JobEventsConfig", "JobEventsResult", "analyze", "job_findings", "stall_time"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ class JobEventsConfig:
     """Confidence of a hang with no hardware evidence (the incident layer may fold it)."""
     oom_confidence: float = 0.9
     """Confidence of an out-of-memory finding."""
+    stall_steps: float = 3.0
+    """A job whose next step has not finished this many median step times after its last one
+    has visibly stalled: a hang is detected then, before its watchdog fires (its timeout is
+    often 10 minutes)."""
 
 
 @dataclass
@@ -64,7 +70,10 @@ def _hang_onset(events: list[Event]) -> float:
 
 
 def job_findings(events: Iterable[Event], inventory: Inventory,
-                 config: JobEventsConfig = JobEventsConfig()) -> list[Finding]:
+                 config: JobEventsConfig = JobEventsConfig(),
+                 stalled_at: Callable[[str, float], float | None] | None = None) -> list[Finding]:
+    """Findings from the records; ``stalled_at(job, before_ts)`` says when a job's stall became
+    visible in its steps (None when it cannot tell), to date a hang's detection."""
     by_job: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for ev in events:
         if ev.kind not in ("cuda_oom", "nccl_timeout"):
@@ -86,15 +95,48 @@ def job_findings(events: Iterable[Event], inventory: Inventory,
                 "job_events", detected_at=first.ts, symptoms=symptoms))
         elif kind == "nccl_timeout" and n >= config.min_timeouts:
             ops = sorted({str(e.attrs.get("op_type")) for e in evs if e.attrs.get("op_type")})
+            onset = _hang_onset(evs)
+            stall = stalled_at(job, first.ts) if stalled_at is not None else None
+            evidence = [f"{n} NCCL watchdog timeout(s) on {job}" + (f" ({', '.join(ops)})" if ops else "")
+                        + f", first at {to_rfc3339(first.ts)} ({first.source})"]
+            if stall is not None and stall < first.ts:
+                evidence.append(f"{job} finished no step after {to_rfc3339(stall)} "
+                                f"({config.stall_steps:g} median step times after its last one)")
+            detected = max(onset, min(first.ts, stall if stall is not None else first.ts))
             findings.append(Finding(
-                "collective_hang", "job", job, _hang_onset(evs), None, config.hang_confidence,
-                (f"{n} NCCL watchdog timeout(s) on {job}" + (f" ({', '.join(ops)})" if ops else "")
-                 + f", first at {to_rfc3339(first.ts)} ({first.source})",),
-                "job_events", detected_at=first.ts, symptoms=symptoms))
+                "collective_hang", "job", job, onset, None, config.hang_confidence, tuple(evidence),
+                "job_events", detected_at=detected, symptoms=symptoms))
     return findings
+
+
+def stall_time(step_end_s: np.ndarray, step_s: np.ndarray, before_ts: float, stall_steps: float) -> float | None:
+    """When a job's stall became visible: its last step (finished before ``before_ts``) plus
+    ``stall_steps`` median step times. None without at least three steps."""
+    done = step_end_s < before_ts
+    if int(np.count_nonzero(done)) < 3:
+        return None
+    return float(step_end_s[done].max() + stall_steps * float(np.median(step_s[done])))
+
+
+def _step_ends(store: Store, job_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """(end, duration) per step of a job: its slowest rank's ``train_step``."""
+    frame = store.spans(job_id=job_id, names=["train_step"])
+    if len(frame) == 0:
+        return np.empty(0), np.empty(0)
+    order = np.argsort(frame.step, kind="stable")
+    steps = frame.step[order]
+    _, first = np.unique(steps, return_index=True)
+    ends = np.maximum.reduceat(frame.end_s[order], first)
+    starts = np.minimum.reduceat(frame.start_s[order], first)
+    return ends, ends - starts
 
 
 def analyze(store: Store, inventory: Inventory,
             config: JobEventsConfig = JobEventsConfig()) -> JobEventsResult:
     events = store.events(kinds=["cuda_oom", "nccl_timeout"])
-    return JobEventsResult(job_findings(events, inventory, config))
+
+    def stalled_at(job: str, before_ts: float) -> float | None:
+        ends, durs = _step_ends(store, job)
+        return stall_time(ends, durs, before_ts, config.stall_steps) if len(ends) else None
+
+    return JobEventsResult(job_findings(events, inventory, config, stalled_at))
