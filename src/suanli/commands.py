@@ -312,6 +312,7 @@ def demo_cmd(out: Console, out_dir: Path, seed: int) -> int:
     if db.exists():
         db.unlink()
     ingest_cmd(out, [folder], db)
+    check_cmd(out, db, None)
     diag, store, inv = run_diagnosis(None, db, None, None, None)
     try:
         print_diagnosis(out, diag)
