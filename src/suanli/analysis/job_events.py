@@ -19,7 +19,7 @@ from suanli.inventory import Inventory
 from suanli.store.api import Store
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["JobEventsConfig", "JobEventsResult", "analyze", "job_findings", "stall_time"]
+__all__ = ["JobEventsConfig", "JobEventsResult", "analyze", "job_findings", "stall_time", "step_times"]
 
 
 @dataclass(frozen=True)
@@ -118,16 +118,19 @@ def stall_time(step_end_s: np.ndarray, step_s: np.ndarray, before_ts: float, sta
     return float(step_end_s[done].max() + stall_steps * float(np.median(step_s[done])))
 
 
-def _step_ends(store: Store, job_id: str) -> tuple[np.ndarray, np.ndarray]:
-    """(end, duration) per step of a job: its slowest rank's ``train_step``."""
+def step_times(store: Store, job_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """(end, duration) per step of a job, sorted by step: from the first rank's start to the last
+    rank's end of its ``train_step`` spans (steps wait for the slowest rank); spans without a step
+    number are left out."""
     frame = store.spans(job_id=job_id, names=["train_step"])
-    if len(frame) == 0:
+    known = frame.step >= 0
+    if not known.any():
         return np.empty(0), np.empty(0)
-    order = np.argsort(frame.step, kind="stable")
-    steps = frame.step[order]
+    order = np.argsort(frame.step[known], kind="stable")
+    steps = frame.step[known][order]
     _, first = np.unique(steps, return_index=True)
-    ends = np.maximum.reduceat(frame.end_s[order], first)
-    starts = np.minimum.reduceat(frame.start_s[order], first)
+    ends = np.maximum.reduceat(frame.end_s[known][order], first)
+    starts = np.minimum.reduceat(frame.start_s[known][order], first)
     return ends, ends - starts
 
 
@@ -136,7 +139,7 @@ def analyze(store: Store, inventory: Inventory,
     events = store.events(kinds=["cuda_oom", "nccl_timeout"])
 
     def stalled_at(job: str, before_ts: float) -> float | None:
-        ends, durs = _step_ends(store, job)
+        ends, durs = step_times(store, job)
         return stall_time(ends, durs, before_ts, config.stall_steps) if len(ends) else None
 
     return JobEventsResult(job_findings(events, inventory, config, stalled_at))

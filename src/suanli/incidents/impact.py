@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from suanli.analysis.job_events import step_times
 from suanli.incidents.model import Incident
 from suanli.inventory import Inventory
 from suanli.store.api import Store
 
-__all__ = ["ImpactConfig", "job_step_times", "lost_gpu_hours", "measure_impact"]
+__all__ = ["ImpactConfig", "lost_gpu_hours", "measure_impact"]
 
 
 @dataclass(frozen=True)
@@ -27,21 +28,6 @@ class ImpactConfig:
     """Steps before the onset needed to trust the job's healthy pace; fewer -> no lost-hours estimate."""
     default_gpu_hour_price: float = 2.0
     """Price per GPU-hour when the inventory gives none (USD)."""
-
-
-def job_step_times(store: Store, job_id: str) -> tuple[np.ndarray, np.ndarray]:
-    """(end time, duration) of each step of a job: the slowest rank's ``train_step`` per step."""
-    frame = store.spans(job_id=job_id, names=["train_step"])
-    if len(frame) == 0:
-        return np.empty(0), np.empty(0)
-    steps = frame.step
-    order = np.argsort(steps, kind="stable")
-    steps_sorted = steps[order]
-    uniq, first = np.unique(steps_sorted, return_index=True)
-    starts = np.minimum.reduceat(frame.start_s[order], first)
-    ends = np.maximum.reduceat(frame.end_s[order], first)
-    keep = uniq >= 0
-    return ends[keep], (ends - starts)[keep]
 
 
 def lost_gpu_hours(step_end: np.ndarray, step_s: np.ndarray, start: float, end: float,
@@ -83,7 +69,7 @@ def measure_impact(inc: Incident, store: Store, inventory: Inventory, window_end
     cost_total = 0.0
     end = inc.end if inc.end is not None else window_end
     for job in sorted(jobs):
-        ends, durs = job_step_times(store, job)
+        ends, durs = step_times(store, job)
         lost = lost_gpu_hours(ends, durs, inc.start, end, _job_gpus(inventory, job), config.min_baseline_steps)
         if lost is None:
             continue
