@@ -111,8 +111,18 @@ def _device_events_by_hand(path: Path) -> int:
 def test_real_device_kinds_read_whole(name: str, kind: str) -> None:
     path = shared_path("realdata", "third-party", "kineto", name)
     trace = read_trace(path)
-    assert len(trace) == _device_events_by_hand(path), kind
+    assert int(trace.device_mask().sum()) == _device_events_by_hand(path), kind
     assert trace.problems == () and trace.rejected == 0
+
+
+def test_stream_events_outside_device_categories_are_kept_apart() -> None:
+    kt = shared_path("realdata", "third-party", "kineto")
+    # AlexNet: 41 cuda_sync records (the host waiting) sit on stream 7 beside 98 kernels, copies, fills
+    alexnet = read_trace(kt / "hta__critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
+    assert len(alexnet) == 98 + 41 and int(alexnet.device_mask().sum()) == 98
+    # Triton: the launcher's cpu_op carries "stream": 0; only the kernel is device work
+    triton = read_trace(kt / "hta__triton_example_triton_example.json.gz")
+    assert sorted(triton.cats) == ["cpu_op", "kernel"] and int(triton.device_mask().sum()) == 1
 
 
 def test_rocm_trace_launches_and_steps() -> None:

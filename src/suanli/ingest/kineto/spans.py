@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from suanli.ingest.kineto.kinds import KINDS, KinetoConfig
 from suanli.ingest.kineto.trace import KinetoTrace, read_trace
 from suanli.ingest.records import IngestReport, Span
@@ -12,17 +14,18 @@ __all__ = ["read_kineto", "trace_spans"]
 
 
 def trace_spans(trace: KinetoTrace, job_id: str | None = None, config: KinetoConfig | None = None) -> list[Span]:
-    """One span per device event, seconds on the trace's clock, ``attrs["kind"]`` from ``config``.
+    """One span per device event (``config.device_cats``), seconds on the trace's clock, ``attrs["kind"]`` from ``config``.
 
     ``trace_id`` is the file's name and ``span_id`` the event's index in ``traceEvents``; ``step``
     is the ProfilerStep that launched the event (HTA's rule), else None. ``attrs`` also hold the
     category, stream, device, correlation and ``rank_source`` (``distributedInfo`` or ``file name``).
     """
-    kinds = (config or KinetoConfig()).kind_codes(trace.names)
+    cfg = config or KinetoConfig()
+    kinds = cfg.kind_codes(trace.names)
     steps = trace.launch_steps()
     source = Path(trace.path).name
     out: list[Span] = []
-    for j in range(len(trace)):
+    for j in np.flatnonzero(trace.device_mask(cfg)):
         ts, dur = float(trace.ts_us[j]), float(trace.dur_us[j])
         nid = int(trace.name_id[j])
         corr, dev = int(trace.correlation[j]), int(trace.device[j])
@@ -43,7 +46,7 @@ def read_kineto(path: str | Path, job_id: str | None = None, config: KinetoConfi
     A file that is not a trace raises InputError (one line, file and line). Bad events and a
     truncated end are rejected into ``report`` (``file:line: what``), the good spans are returned.
     """
-    trace = read_trace(path, config)
+    trace = read_trace(path)
     spans = trace_spans(trace, job_id, config)
     if report is not None:
         report.add("kernels", len(spans))

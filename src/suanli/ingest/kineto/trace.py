@@ -2,9 +2,10 @@
 
 What is kept (everything else, host operators included, is dropped as it streams past):
 
-* device events: complete (``ph: "X"``) events of ``KinetoConfig.device_cats`` that name an
-  integer stream >= 0 (HTA drops stream -1), with ``ts``/``dur`` in microseconds, name (interned),
-  category, stream, device and correlation id (-1 when absent);
+* stream events: complete (``ph: "X"``) events that name an integer stream >= 0 (HTA's device
+  events: it drops stream -1), with ``ts``/``dur`` in microseconds, name (interned), category,
+  stream, device and correlation id (-1 when absent). Which categories count as device work is
+  the reader's choice (:meth:`KinetoTrace.device_mask`, ``KinetoConfig.device_cats``);
 * launches: for each correlation id, the earliest start of a host event carrying it (the
   ``cudaLaunchKernel`` / ``hipLaunchKernel`` / ``mtia_runtime`` call that launched the work);
 * profiler steps: the ``ProfilerStep#N`` annotations (start, duration, N).
@@ -42,9 +43,9 @@ class KinetoTrace:
     rank: int | None
     rank_source: str | None            # "distributedInfo" | "file name" | None (unknown)
     world_size: int | None
-    names: tuple[str, ...]             # device event names, indexed by name_id
-    cats: tuple[str, ...]              # device event categories, indexed by cat_id
-    ts_us: np.ndarray                  # float64, one per device event, in file order
+    names: tuple[str, ...]             # stream event names, indexed by name_id
+    cats: tuple[str, ...]              # stream event categories, indexed by cat_id
+    ts_us: np.ndarray                  # float64, one per stream event, in file order
     dur_us: np.ndarray
     name_id: np.ndarray                # int32
     cat_id: np.ndarray                 # int32
@@ -65,6 +66,12 @@ class KinetoTrace:
 
     def __len__(self) -> int:
         return len(self.ts_us)
+
+    def device_mask(self, config: KinetoConfig | None = None) -> np.ndarray:
+        """Per stream event, whether its category is device work (``config.device_cats``)."""
+        wanted = {c.lower() for c in (config or KinetoConfig()).device_cats}
+        by_cat = np.array([c.lower() in wanted for c in self.cats], dtype=bool)
+        return by_cat[self.cat_id] if len(self.cats) else np.zeros(len(self), dtype=bool)
 
     def launch_ts(self) -> np.ndarray:
         """Per device event, the start of the host event with its correlation id (NaN when none)."""
@@ -110,8 +117,7 @@ def _rank(meta: dict[str, Any], name: str) -> tuple[int | None, str | None, int 
 class _Columns:
     """Accumulates the kept events while the stream goes by."""
 
-    def __init__(self, config: KinetoConfig) -> None:
-        self.cats = {c.lower() for c in config.device_cats}
+    def __init__(self) -> None:
         self.names: dict[str, int] = {}
         self.cat_names: dict[str, int] = {}
         self.f64 = {k: array("d") for k in ("ts", "dur")}
@@ -137,7 +143,7 @@ class _Columns:
         stream = _as_int(args.get("stream"))
         corr = _as_int(args.get("correlation"))
         cat = str(ev.get("cat", ""))
-        if stream is not None and stream >= 0 and cat.lower() in self.cats:
+        if stream is not None and stream >= 0:
             return self._device(i, ev, cat, stream, corr, args)
         name = ev.get("name")
         if isinstance(name, str) and name.startswith("ProfilerStep#"):
@@ -152,7 +158,7 @@ class _Columns:
                 args: dict[str, Any]) -> str | None:
         ts, dur = _finite(ev.get("ts")), _finite(ev.get("dur"))
         if ts is None or dur is None or dur < 0:
-            return f"device event without a finite ts and non-negative dur ({ev.get('name')!r})"
+            return f"stream event without a finite ts and non-negative dur ({ev.get('name')!r})"
         name = str(ev.get("name", ""))
         nid = self.names.setdefault(name, len(self.names))
         cid = self.cat_names.setdefault(cat, len(self.cat_names))
@@ -219,7 +225,7 @@ def _problems(path: Path, reader: ArrayStream, cols: _Columns) -> tuple[str, ...
     return tuple(out)
 
 
-def read_trace(path: str | Path, config: KinetoConfig | None = None) -> KinetoTrace:
+def read_trace(path: str | Path) -> KinetoTrace:
     """Read one trace (JSON or gzipped JSON, any size) in one streaming pass.
 
     InputError (one line naming the file and line) when it is not a JSON object with a
@@ -227,7 +233,7 @@ def read_trace(path: str | Path, config: KinetoConfig | None = None) -> KinetoTr
     the good events and are listed in ``problems``.
     """
     p = Path(path)
-    cols = _Columns(config or KinetoConfig())
+    cols = _Columns()
     reader = _stream(p, cols)
     rank, source, world = _rank(reader.meta, p.name)
     launch = sorted(cols.launch.items())
