@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from suanli.analysis.profile import (
+    FRACTION_KEYS,
     TABLE_COLUMNS,
     ProfileConfig,
     RankProfile,
@@ -18,6 +21,7 @@ from suanli.analysis.profile import (
     profile_traces,
 )
 from suanli.errors import InputError
+from suanli.ingest.kineto import KinetoConfig
 
 GEMM = "void cutlass::Kernel<cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_align8>(Params)"
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -181,3 +185,10 @@ def test_unreadable_traces(tmp_path: Path) -> None:
         profile_traces([empty])
     with pytest.raises(InputError, match="no such file"):
         profile_traces([tmp_path / "missing.json"])
+
+
+def test_every_config_field_and_json_key_is_documented() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "profile.md").read_text()
+    names = [f.name for cls in (ProfileConfig, KinetoConfig) for f in dataclasses.fields(cls)]
+    names += [*FRACTION_KEYS, "rank_source", "left_out_events", "comm_overlap", "problems", "errors"]
+    assert [n for n in names if not re.search(rf"[`.]{n}\b", doc)] == []
