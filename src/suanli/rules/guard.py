@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -167,11 +168,12 @@ def reset_record(trips: Mapping[str, Mapping[str, Any]], confirm: str, by: str, 
             "ts": t, "time": to_rfc3339(t)}
 
 
-def reset_breaker(audit_path: Path | str, confirm: str, by: str, reason: str, now: float) -> dict[str, Any]:
+def reset_breaker(audit_path: Path | str, confirm: str, by: str, reason: str,
+                  now: float | None = None) -> dict[str, Any]:
     """A person closes the tripped breaker recorded in ``audit_path``: ``confirm`` must be the
     open trip's id (printed in every ``breaker_open`` detail and in the trip record), ``by`` and
     ``reason`` say who and why. The reset is appended to the audit log; a running runner reads it
     at its next step. Returns the reset record."""
     records, _ = read_audit(audit_path)
-    rec = reset_record(open_trips(records), confirm, by, reason, now)
+    rec = reset_record(open_trips(records), confirm, by, reason, time.time() if now is None else now)
     return AuditLog(audit_path).append(rec)
