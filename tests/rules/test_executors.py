@@ -68,6 +68,14 @@ def test_slurm_needs_a_slurm_job_id(tmp_path: Path, slurm: FakeSlurm) -> None:
     assert slurm.runs() == []
 
 
+def test_slurm_refuses_what_is_not_a_node_id(slurm: FakeSlurm) -> None:
+    # one argument per field: "n01 State=RESUME" must not reach scontrol as a second key
+    for target in ("-rf", "n01 State=RESUME", "n[1-", "n01,State=RESUME"):
+        with pytest.raises(ActionFailed):
+            SlurmExecutor().execute(PlannedAction("drain_node", "node", target), alert("x"))
+    assert slurm.runs() == []
+
+
 def test_sinfo_states() -> None:
     # `sinfo --noheader --Node --format='%N %T'` lines, states as Slurm's sinfo(1) lists them, with flags
     text = ("n01 idle\nn02 drained\nn03 draining\nn04 drained*\nn05 down*\nn06 allocated\nn07 mixed\n"

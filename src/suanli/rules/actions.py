@@ -125,7 +125,7 @@ class ActionRunner:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         self.executors = executors or {}
-        self.audit = audit if audit is not None else AuditLog(config.audit_log)
+        self.audit = audit if audit is not None else AuditLog(default_audit_path(config.audit_log, None))
         self.clock = clock if clock is not None or self.mode == "dry_run" else time.time
         self._node_gpus: dict[str, list[str]] = {}
         for g, n in index.gpu_node.items():

@@ -72,7 +72,10 @@ class SlurmExecutor(BaseExecutor):
         raise ActionFailed(f"slurm executor cannot {action.action} a {action.target_kind}")
 
     def argv(self, action: PlannedAction, alert: Alert) -> list[str]:
-        self.effect(action)  # refuses what it cannot do and any target that is not an id
+        try:
+            self.effect(action)  # refuses what it cannot do and any target that is not an id
+        except ValueError as e:
+            raise ActionFailed(str(e)) from None
         if action.action == "reschedule_job":
             return [self.scontrol, "requeue", self._slurm_job(action.target)]
         return [self.scontrol, "update", f"NodeName={action.target}", "State=DRAIN",

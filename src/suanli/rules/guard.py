@@ -158,6 +158,8 @@ def reset_record(trips: Mapping[str, Mapping[str, Any]], confirm: str, by: str, 
                  t: float) -> dict[str, Any]:
     """The audit record that closes the open trip ``confirm`` names; InputError when none does or
     when who and why are missing."""
+    if not math.isfinite(t):
+        raise InputError(f"resetting the breaker needs a finite time, got {t!r}")
     if not by.strip() or not reason.strip():
         raise InputError("resetting the breaker needs who resets it and why (by, reason)")
     match = [m for m, tr in trips.items() if tr.get("trip_id") == confirm]
