@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,9 +164,3 @@ class AuditLog:
         records, bad = _parse_lines(whole)
         self.bad_lines += bad
         return [r for r in records if r.get("writer") != self.writer]
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        """Every record: the file's (with a path) or the in-memory ones."""
-        if self.path is None:
-            return iter(list(self.records))
-        return iter(read_audit(self.path)[0])
