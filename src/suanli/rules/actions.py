@@ -6,7 +6,8 @@ cluster state included, except the change itself: the record says exactly what w
 sent) and ``live``. For each firing alert and each of its planned actions, in order:
 
 1. ``refused``: the target is not an id of its kind (spec/inventory.md; a node may be a Slurm
-   hostlist, which counts as every node it names); ``failed``: the executor cannot do this action;
+   hostlist, which counts as every node it names); ``failed``: the executor cannot do this action
+   (in a dry run the decision stays ``dry_run``, its detail saying that a live run would fail and why);
 2. ``breaker_open``: the circuit breaker is open (guard.py) and the action has an effect;
 3. ``not_replayed``: the breaker was reset after the alert fired (nothing stale runs after a reset);
 4. ``skipped_duplicate``: the same action on the same target within ``dedup_window_s``;
@@ -218,7 +219,7 @@ class ActionRunner:
         except ValueError as e:
             return self._append({**base, "decision": "refused", "detail": str(e), "effect": NO_EFFECT.to_json()})
         except ActionFailed as e:
-            return self._append({**base, "decision": "failed", "detail": str(e), "effect": NO_EFFECT.to_json()})
+            return self._append({**base, **self._cannot(e), "effect": NO_EFFECT.to_json()})
         base["effect"] = effect.to_json()
         decision, detail, counted = self._screen(alert, action, effect, t, view, base)
         if decision is not None:
@@ -251,6 +252,13 @@ class ActionRunner:
             return "rate_limited", why, True
         return None, "", True
 
+    def _cannot(self, e: ActionFailed) -> dict[str, str]:
+        """An action the executor could not do: ``failed`` when acting; in a dry run the decision stays
+        ``dry_run`` (nothing was attempted) and the detail says that a live run would fail, and why."""
+        if self.mode == "dry_run":
+            return {"decision": "dry_run", "detail": f"a live run would fail: {e}"}
+        return {"decision": "failed", "detail": str(e)}
+
     def _carry_out(self, alert: Alert, action: PlannedAction, base: dict[str, Any], effect: Effect,
                    view: _ClusterView) -> dict[str, Any]:
         ex = self.executors.get(action.action)
@@ -261,7 +269,7 @@ class ActionRunner:
             what = ex.describe(action, alert) if ex is not None else \
                 f"{action.action} {action.target} (no executor configured: a live run would fail)"
         except ActionFailed as e:
-            return self._append({**base, "decision": "failed", "detail": str(e), "counted": True})
+            return self._append({**base, **self._cannot(e), "counted": True})
         view.taken |= effect.nodes
         if self.mode != "live" or ex is None:
             return self._append({**base, "decision": self.mode, "detail": f"would {what}", "counted": True})
