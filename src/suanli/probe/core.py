@@ -162,6 +162,20 @@ class Probe:
             return NOOP
         return _Scope(self, self._begin_phase, self._end_phase, (name,))
 
+    def annotate(self, tokens: Any = None, model_flops: Any = None) -> None:
+        """Set ``train.tokens`` (and ``train.model_flops``, default tokens x ``flops_per_token``) of
+        the current step, when they are known only inside it. Never raises."""
+        rec = self._current
+        tok, flops = _count_or_none(tokens), _count_or_none(model_flops)
+        if rec is None or (tok is None and flops is None):
+            return
+        if tok is not None:
+            rec.tokens = tok
+            if flops is None and self.config.flops_per_token:
+                flops = tok * self.config.flops_per_token
+        if flops is not None:
+            rec.model_flops = flops
+
     def checkpoint_save(self, step: Any = None) -> Any:
         """``with probe.checkpoint_save():`` a ``checkpoint_save`` span."""
         return self._outside("checkpoint_save", step)
@@ -180,7 +194,8 @@ class Probe:
             self.bad_inputs += 1
             s = self._last_step + 1
         self._last_step = s
-        now = time.time_ns()
+        mark = self.timer.mark()
+        now = mark if type(mark) is int else time.time_ns()     # the wall clock's mark is the time
         if not self._init_sent:
             self._init_sent = True
             start = min(self._process_start_ns, now)
@@ -189,7 +204,7 @@ class Probe:
         flops = _count_or_none(model_flops)
         if flops is None and tok is not None and self.config.flops_per_token:
             flops = tok * self.config.flops_per_token
-        self._current = StepRecord(s, now, self.timer.mark(), tok, flops)
+        self._current = StepRecord(s, now, mark, tok, flops)
 
     def _end_step(self, _token: Any, failed: bool) -> None:
         rec = self._current
