@@ -3,9 +3,8 @@ timer chosen on this machine."""
 
 from __future__ import annotations
 
-import pytest
-
 from suanli.probe.records import WallClock
+from tests.probe._need import need
 
 
 def test_anchor_is_the_host_start_unless_the_previous_step_ends_later() -> None:
@@ -18,7 +17,7 @@ def test_anchor_is_the_host_start_unless_the_previous_step_ends_later() -> None:
 
 
 def test_without_cuda_the_wall_clock_is_used() -> None:
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from suanli.probe.torch import CudaEventTimer, default_timer
 
     timer = default_timer()

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from tests.probe._need import need
 from tests.probe._otlp import by_name, read_spans
 
-pytest.importorskip("torch")
+need("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 SUANLI = str(Path(sys.executable).with_name("suanli"))

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from suanli.probe import Probe, flops_per_token_of_shape, mfu_of_step
+from tests.probe._need import need
 from tests.probe._otlp import by_name, read_spans
 
 
@@ -25,7 +26,7 @@ def test_flops_per_token_of_a_shape_by_hand() -> None:
 
 
 def test_model_flops_of_a_small_torch_model_by_hand() -> None:
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from suanli.probe.torch import count_params, model_flops_per_token
 
     mlp = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
