@@ -329,7 +329,7 @@ class Probe:
             if self._writer is not None:
                 self._writer.drain()
             if self._pipeline is not None:
-                self._pipeline.provider.force_flush(int(timeout_s * 1000))
+                self._pipeline.flush(timeout_s)
         except Exception:
             self._fault()
 

@@ -1,4 +1,4 @@
-"""Where spans go: an OpenTelemetry TracerProvider with a BatchSpanProcessor and an exporter.
+"""Where spans go: the SDK's BatchSpanProcessor and an exporter, behind a bound that counts drops.
 
 The exporter is OTLP/HTTP (``opentelemetry-exporter-otlp-proto-http``) or, with a file, OTLP/JSON
 lines as the Collector's file exporter writes them (spec/telemetry.md ``traces.otlp.jsonl``).
@@ -9,49 +9,24 @@ overflows and every span left out is counted (the SDK's processor would drop sil
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
+import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from suanli.probe.config import ProbeConfig
+from suanli.probe.otlp_json import otlp_json_line
 
-__all__ = ["ExportCounts", "OtlpJsonFileExporter", "Pipeline", "StepIdGenerator", "build_pipeline", "otlp_json_line"]
-
-_ID_KEYS = ("traceId", "spanId", "parentSpanId")
-
-
-def _hex_ids(obj: dict[str, Any]) -> None:
-    for key in _ID_KEYS:
-        value = obj.get(key)
-        if isinstance(value, str) and value:
-            obj[key] = base64.b64decode(value).hex()
-
-
-def otlp_json_line(spans: Sequence[ReadableSpan]) -> str:
-    """One ``ExportTraceServiceRequest`` as OTLP/JSON: camelCase fields, hex ids, enums as integers,
-    64-bit integers as strings (the OTLP/JSON encoding the Collector's file exporter writes)."""
-    from google.protobuf.json_format import MessageToDict
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    doc = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for sp in ss.get("spans", []):
-                _hex_ids(sp)
-                for link in sp.get("links", []):
-                    _hex_ids(link)
-    return json.dumps(doc, separators=(",", ":"))
-
+__all__ = ["ExportCounts", "OtlpJsonFileExporter", "Pipeline", "build_pipeline"]
 
 class OtlpJsonFileExporter(SpanExporter):
     """Appends one OTLP/JSON request per export to a file, each line in a single ``write``, so the
@@ -78,21 +53,6 @@ class OtlpJsonFileExporter(SpanExporter):
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
-
-
-class StepIdGenerator(RandomIdGenerator):
-    """Random span ids; the trace id of the next root span is the one set by :meth:`next_root`."""
-
-    def __init__(self) -> None:
-        self._next: int | None = None
-
-    def next_root(self, trace_id: int | None) -> None:
-        """Use ``trace_id`` for the next root span (None: a random one)."""
-        self._next = trace_id
-
-    def generate_trace_id(self) -> int:
-        chosen, self._next = self._next, None
-        return chosen if chosen is not None else super().generate_trace_id()
 
 
 class ExportCounts:
@@ -161,19 +121,22 @@ class _BoundedProcessor(SpanProcessor):
 
 
 class Pipeline:
-    """The provider, its tracer, the id generator the probe steers, and the counts."""
+    """The bounded batch processor, the resource and scope every span carries, and the counts."""
 
-    def __init__(self, provider: TracerProvider, ids: StepIdGenerator, exporter: SpanExporter,
+    def __init__(self, processor: SpanProcessor, resource: Resource, exporter: SpanExporter,
                  counts: ExportCounts) -> None:
-        self.provider = provider
-        self.tracer = provider.get_tracer("suanli.probe")
-        self.ids = ids
+        self.processor = processor
+        self.resource = resource
+        self.scope = InstrumentationScope("suanli.probe")
         self.exporter = exporter
         self.counts = counts
 
+    def flush(self, timeout_s: float) -> None:
+        self.processor.force_flush(int(timeout_s * 1000))
+
     def shutdown(self, timeout_s: float) -> bool:
         """Flush and stop within ``timeout_s``; past it the exporter is cut off. True if all done."""
-        t = threading.Thread(target=self.provider.shutdown, name="suanli-probe-shutdown", daemon=True)
+        t = threading.Thread(target=self.processor.shutdown, name="suanli-probe-shutdown", daemon=True)
         t.start()
         t.join(timeout_s)
         if t.is_alive():
@@ -185,7 +148,8 @@ class Pipeline:
 
 def build_pipeline(cfg: ProbeConfig, attributes: Mapping[str, Any],
                    exporter: SpanExporter | None = None) -> Pipeline:
-    """A private TracerProvider (the global one is left to the application)."""
+    """The SDK's BatchSpanProcessor and exporter behind the bound (no TracerProvider: the writer
+    makes finished SDK spans itself; the application's global provider is left alone)."""
     if exporter is None:
         if cfg.file:
             exporter = OtlpJsonFileExporter(cfg.file)
@@ -193,12 +157,37 @@ def build_pipeline(cfg: ProbeConfig, attributes: Mapping[str, Any],
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
             exporter = OTLPSpanExporter(endpoint=cfg.endpoint, timeout=cfg.export_timeout_s)
+    quiet_export_logs()
     counts = ExportCounts()
     counted = _CountingExporter(exporter, counts)
-    ids = StepIdGenerator()
-    provider = TracerProvider(resource=Resource.create(dict(attributes)), id_generator=ids,
-                              shutdown_on_exit=False)
     batch = BatchSpanProcessor(counted, max_queue_size=cfg.queue_size + 1, schedule_delay_millis=500,
                                max_export_batch_size=min(512, cfg.queue_size))
-    provider.add_span_processor(_BoundedProcessor(batch, counts, cfg.queue_size))
-    return Pipeline(provider, ids, counted, counts)
+    return Pipeline(_BoundedProcessor(batch, counts, cfg.queue_size), Resource.create(dict(attributes)),
+                    counted, counts)
+
+
+class _OncePerMinute(logging.Filter):
+    """Lets one record of each logger through per minute (a dead collector logs every retry)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = -1e18
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        if now - self._last < 60.0:
+            return False
+        self._last = now
+        return True
+
+
+_NOISY = ("opentelemetry.exporter.otlp.proto.http.trace_exporter", "opentelemetry.exporter.otlp.proto.http",
+          "opentelemetry.sdk._shared_internal")
+
+
+def quiet_export_logs() -> None:
+    """Rate-limit the export path's warnings so a gone collector cannot flood the job's log."""
+    for name in _NOISY:
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _OncePerMinute) for f in log.filters):
+            log.addFilter(_OncePerMinute())
