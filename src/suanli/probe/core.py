@@ -222,7 +222,13 @@ class Probe:
         while self._pending:
             rec = self._pending[0]
             overdue = force or len(self._pending) > MAX_PENDING_STEPS
-            if not self.timer.resolve(rec, overdue):
+            try:
+                ready = self.timer.resolve(rec, overdue)
+            except Exception:              # an unreadable step is lost, not retried forever
+                self._pending.popleft()
+                self._fault()
+                continue
+            if not ready:
                 return
             self._pending.popleft()
             self._writer.put(rec, 1 + len(rec.phases))

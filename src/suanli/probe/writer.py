@@ -64,6 +64,7 @@ class SpanWriter:
         self.errors = 0
         self._queue: deque[tuple[Item, int]] = deque()
         self._stop = threading.Event()
+        self._draining = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="suanli-probe-writer", daemon=True)
         self._thread.start()
 
@@ -82,6 +83,10 @@ class SpanWriter:
         self.drain()
 
     def drain(self) -> None:
+        with self._draining:                # the export thread, or a flush from the training thread
+            self._drain()
+
+    def _drain(self) -> None:
         while self._queue:
             item, n = self._queue.popleft()
             self.taken_spans += n
