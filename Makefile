@@ -11,7 +11,8 @@ DEBS := prometheus prometheus-alertmanager chromium
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev,probe-torch]'
 	touch $(STAMP)
 
 install: $(STAMP)
