@@ -104,8 +104,8 @@ def otlp_router(auth: Auth, limits: ReceiverLimits, queue: IngestQueue[Span], pa
         ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         answer = ctype if ctype in (PROTOBUF, JSON) else PROTOBUF
         if ctype not in (PROTOBUF, JSON):
-            return _failure(415, f"unsupported Content-Type {ctype[:60]!r} (application/x-protobuf or "
-                                 "application/json)", answer)
+            return _failure(415, "unsupported Content-Type (expected application/x-protobuf or application/json)",
+                            answer)
         if not auth.allows(request.headers.get("authorization")):
             return _failure(401, "sending spans needs the token (Authorization: Bearer ...)", answer)
         refused = queue.would_refuse()
