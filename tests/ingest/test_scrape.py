@@ -202,3 +202,16 @@ def test_series_cache_is_kept_across_scrapes() -> None:
     assert np.concatenate([v for _, _, v in second]).tolist() == [float(i) for i in range(50)]
     assert {float(ts[0]) for _, ts, _ in second} == {NOW + 15}
 
+
+
+def test_dcgm_blank_sentinels_become_nan_for_dcgm_only() -> None:
+    # DCGM_FP64_BLANK = 2**47 = 140737488355328; DCGM_INT32_BLANK = 0x7ffffff0 = 2147483632
+    body = ('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 140737488355328\n'
+            'DCGM_FI_DEV_XID_ERRORS{gpu="0"} 2147483632\n'
+            'DCGM_FI_DEV_POWER_USAGE{gpu="0"} 312.5\n'
+            'node_network_receive_bytes_total{device="eth0"} 140737488355328\n')
+    out = TargetScraper(_target("127.0.0.1:1"), clock=_clock).parse(body, "text/plain", NOW, IngestReport())
+    got = {k.metric: float(v[0]) for k, _, v in out}
+    assert np.isnan(got["DCGM_FI_DEV_GPU_TEMP"]) and np.isnan(got["DCGM_FI_DEV_XID_ERRORS"])
+    assert got["DCGM_FI_DEV_POWER_USAGE"] == 312.5
+    assert got["node_network_receive_bytes_total"] == 140737488355328.0

@@ -35,14 +35,19 @@ from typing import Literal
 import httpx
 import numpy as np
 
-from suanli.ingest.openmetrics import Batch, Family, OpenMetricsParser, detect_format
+from suanli.ingest.openmetrics import Batch, Family, OpenMetricsConfig, OpenMetricsParser, detect_format
 from suanli.ingest.records import IngestReport, SeriesKey
-from suanli.ingest.resolve import ResolverLike, series_key
+from suanli.ingest.resolve import ResolverLike, dcgm_blank_to_nan, is_dcgm_blank, series_key
 
 __all__ = ["ACCEPT", "ScrapeResult", "ScrapeTarget", "Scraper", "TargetHealth", "TargetScraper"]
 
 ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 """The Accept header Prometheus sends: OpenMetrics preferred, the 0.0.4 text format accepted."""
+
+_DCGM = OpenMetricsConfig().dcgm_prefix
+_PARSER_CONFIG = OpenMetricsConfig(dcgm_prefix="\0")
+"""The parser's per-series DCGM blank check is done here instead: a scrape has one sample per
+series, where a scalar test is far cheaper than the parser's array operation."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,14 @@ class ScrapeResult:
     def samples(self) -> int:
         return sum(len(ts) for _, ts, _ in self.batches)
 
+    def columns(self) -> tuple[list[SeriesKey], np.ndarray, np.ndarray]:
+        """The samples as columns: one key per sample, and the timestamps and values."""
+        keys = [key for key, ts, _ in self.batches for _ in range(len(ts))]
+        if not self.batches:
+            return keys, np.empty(0), np.empty(0)
+        return (keys, np.concatenate([ts for _, ts, _ in self.batches]),
+                np.concatenate([v for _, _, v in self.batches]))
+
 
 def _format_of(content_type: str, head: Iterable[str]) -> Literal["openmetrics", "prometheus"]:
     ctype = content_type.split(";", 1)[0].strip().lower()
@@ -163,13 +176,21 @@ class TargetScraper:
         """Samples of one exposition body; untimed ones stamped ``ts``, target labels merged."""
         lines = body.split("\n")
         fmt = _format_of(content_type, lines[:2000])
-        parser = OpenMetricsParser(source=self.target.name, resolver=None, report=report, fmt=fmt, arrival_ts=ts)
+        parser = OpenMetricsParser(source=self.target.name, resolver=None, report=report, fmt=fmt, arrival_ts=ts,
+                                   config=_PARSER_CONFIG)
         parser.keys, parser.families = self._keys, self._families
         out: list[Batch] = []
         for chunk in parser.feed(enumerate(lines, 1)):
             out.extend(chunk)
         out.extend(parser.finish())
         report.add("samples", parser.samples)
+        for key, _, values in out:
+            if key.metric.startswith(_DCGM):
+                if len(values) == 1:
+                    if is_dcgm_blank(values[0]):
+                        values[0] = np.nan
+                else:
+                    dcgm_blank_to_nan(values)
         return [(self._merge(key), t, v) for key, t, v in out]
 
     def _merge(self, key: SeriesKey) -> SeriesKey:
