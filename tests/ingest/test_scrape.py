@@ -215,3 +215,14 @@ def test_dcgm_blank_sentinels_become_nan_for_dcgm_only() -> None:
     assert np.isnan(got["DCGM_FI_DEV_GPU_TEMP"]) and np.isnan(got["DCGM_FI_DEV_XID_ERRORS"])
     assert got["DCGM_FI_DEV_POWER_USAGE"] == 312.5
     assert got["node_network_receive_bytes_total"] == 140737488355328.0
+
+
+def test_a_reloaded_inventory_applies_from_the_next_scrape() -> None:
+    inv = load_inventory(shared_path("scenarios", "switch_port_errors", "inventory.yaml"))
+    t = TargetScraper(_target("127.0.0.1:1", labels=(("instance", "node-002:9400"),)), clock=_clock)
+    body = 'DCGM_FI_DEV_GPU_UTIL{gpu="5",Hostname="node-002"} 97\n'
+    (before, _, _), = t.parse(body, "text/plain", NOW, IngestReport())
+    t.set_resolver(InventoryLookups(inv))
+    (after, _, _), = t.parse(body, "text/plain", NOW + 15, IngestReport())
+    assert (before.entity_id, after.entity_id) == (None, "node-002/gpu5")
+    assert t._synthetic["up"].entity_id == "node-002"

@@ -137,3 +137,20 @@ def test_a_burst_gets_429_and_nothing_accepted_is_lost() -> None:
     # the server has stopped: the queue delivered everything it accepted before it exited
     assert statuses.count(429) > 0 and statuses.count(200) > 0 and len(statuses) == 40
     assert sorted(s.step for s in rec.spans) == sorted(accepted)
+
+
+def test_a_reloaded_inventory_resolves_the_next_requests() -> None:
+    from suanli.inventory import load_inventory
+    from tests.conftest import shared_path
+
+    inv = load_inventory(shared_path("scenarios", "switch_port_errors", "inventory.yaml"))
+    uuid = inv.gpus["node-002/gpu3"].uuid
+    line = request_line({"job.id": "j", "resource.gpu.id": uuid},
+                        [span("cd" * 16, "00000000000000a1", "train_step", T0, T0 + 5, train__step=1)])
+    rec = Recorder()
+    app = make_app(rec)
+    with TestClient(app) as client:
+        assert client.post("/v1/traces", content=line, headers=JS).status_code == 200
+        app.state.receivers.use_resolver(inv.resolver)
+        assert client.post("/v1/traces", content=line, headers=JS).status_code == 200
+    assert [s.gpu_id for s in rec.spans] == [uuid, "node-002/gpu3"]

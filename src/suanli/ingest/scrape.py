@@ -141,6 +141,12 @@ class TargetScraper:
         self._synthetic = {name: series_key(name, self._own, resolver)
                            for name in ("up", "scrape_duration_seconds", "scrape_samples_scraped")}
 
+    def set_resolver(self, resolver: ResolverLike | None) -> None:
+        """Resolve against a new inventory from the next scrape on (the label caches are dropped)."""
+        self.resolver = resolver
+        self._merged.clear()
+        self._synthetic = {name: series_key(name, self._own, resolver) for name in self._synthetic}
+
     def scrape(self, client: httpx.Client) -> ScrapeResult:
         """Fetch and parse once; never raises."""
         start = self.clock()
@@ -245,6 +251,11 @@ class Scraper:
     def health(self) -> dict[str, TargetHealth]:
         """A copy of every target's health, by ``job/instance``."""
         return {s.target.name: dataclasses.replace(s.health) for s in self.scrapers}
+
+    def set_resolver(self, resolver: ResolverLike | None) -> None:
+        """A reloaded inventory: every target resolves against it from its next scrape on."""
+        for s in self.scrapers:
+            s.set_resolver(resolver)
 
     def start(self) -> None:
         if self._thread is None:

@@ -22,12 +22,11 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from suanli.ingest.log_entities import Resolver
-from suanli.ingest.otlp import OtlpParser
-from suanli.ingest.records import IngestReport, Span
+from suanli.ingest.records import Span
 from suanli.web.alerts import AlertNotification, alerts_router
 from suanli.web.auth import Auth
 from suanli.web.kineto import KinetoUpload, kineto_router
-from suanli.web.otlp import otlp_router
+from suanli.web.otlp import ParserSlot, otlp_router
 from suanli.web.queue import IngestQueue
 from suanli.web.settings import ReceiverSettings
 
@@ -47,14 +46,19 @@ class Consumers:
 
 @dataclass(frozen=True)
 class Receivers:
-    """The receivers' queues (``app.state.receivers``)."""
+    """The receivers' queues and the OTLP parser (``app.state.receivers``)."""
 
     spans: IngestQueue[Span]
     alerts: IngestQueue[AlertNotification]
     kineto: IngestQueue[KinetoUpload]
+    otlp: ParserSlot
 
     def all(self) -> tuple[IngestQueue[Any], ...]:
         return (self.spans, self.alerts, self.kineto)
+
+    def use_resolver(self, resolver: Resolver | None) -> None:
+        """A reloaded inventory: spans resolve against it from the next request on."""
+        self.otlp.use(resolver)
 
 
 class _NoSniff:
@@ -79,7 +83,7 @@ def create_app(receivers: ReceiverSettings, consumers: Consumers, auth: Auth, *,
     """The app; ``resolver`` maps span identities to inventory ids; ``status`` adds to the status page."""
     queues = Receivers(IngestQueue("spans", receivers.otlp.queue_items, consumers.spans),
                        IngestQueue("alerts", receivers.alertmanager.queue_items, consumers.alerts),
-                       IngestQueue("kineto", receivers.kineto.queue_items, consumers.kineto))
+                       IngestQueue("kineto", receivers.kineto.queue_items, consumers.kineto), ParserSlot(resolver))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -96,9 +100,8 @@ def create_app(receivers: ReceiverSettings, consumers: Consumers, auth: Auth, *,
 
     app = FastAPI(title="suanli", lifespan=lifespan)
     app.state.receivers = queues
-    parser = OtlpParser(resolver, IngestReport(), source="otlp")
     retry = receivers.retry_after_s
-    app.include_router(otlp_router(auth, receivers.otlp, queues.spans, parser, retry))
+    app.include_router(otlp_router(auth, receivers.otlp, queues.spans, queues.otlp, retry))
     app.include_router(alerts_router(auth, receivers.alertmanager, queues.alerts, retry, clock))
     app.include_router(kineto_router(auth, receivers.kineto, queues.kineto, retry, receivers.kineto_upload_dir,
                                      clock))

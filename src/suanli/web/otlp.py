@@ -22,6 +22,7 @@ from google.protobuf import any_pb2, json_format
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from suanli.ingest.log_entities import Resolver
 from suanli.ingest.otlp import OtlpParser
 from suanli.ingest.otlp_decode import decode_request
 from suanli.ingest.records import IngestReport, Span
@@ -30,7 +31,7 @@ from suanli.web.body import BodyError, decode_content, read_body
 from suanli.web.queue import Admission, IngestQueue
 from suanli.web.settings import ReceiverLimits
 
-__all__ = ["otlp_router"]
+__all__ = ["ParserSlot", "otlp_router"]
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 _CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 413: code_pb2.RESOURCE_EXHAUSTED,
@@ -94,9 +95,20 @@ def _success(decoded: _Decoded, ctype: str) -> Response:
     return Response(_encode(resp, ctype), 200, media_type=ctype)
 
 
-def otlp_router(auth: Auth, limits: ReceiverLimits, queue: IngestQueue[Span], parser: OtlpParser,
+class ParserSlot:
+    """The OTLP parser all requests share (its parent cache spans requests); :meth:`use` swaps in a
+    parser over a reloaded inventory."""
+
+    def __init__(self, resolver: Resolver | None) -> None:
+        self.use(resolver)
+
+    def use(self, resolver: Resolver | None) -> None:
+        self.parser = OtlpParser(resolver, IngestReport(), source="otlp")
+
+
+def otlp_router(auth: Auth, limits: ReceiverLimits, queue: IngestQueue[Span], slot: ParserSlot,
                 retry_after_s: float) -> APIRouter:
-    """The ``/v1/traces`` route over ``queue``; ``parser`` is shared by all requests (its parent cache)."""
+    """The ``/v1/traces`` route over ``queue``."""
     router = APIRouter()
 
     @router.post("/v1/traces", include_in_schema=True, summary="OTLP/HTTP trace export")
@@ -114,7 +126,7 @@ def otlp_router(auth: Auth, limits: ReceiverLimits, queue: IngestQueue[Span], pa
         try:
             data = decode_content(await read_body(request, limits.max_body_bytes),
                                   request.headers.get("content-encoding"), limits.max_decompressed_bytes)
-            decoded = _decode(parser, data, ctype)
+            decoded = _decode(slot.parser, data, ctype)
         except BodyError as exc:
             return _failure(exc.status, exc.message, answer)
         admission = queue.offer(decoded.spans)
