@@ -1,0 +1,95 @@
+"""The earliest and latest sample time of a set of metrics inside a window, to the millisecond,
+without pulling samples.
+
+A query_range of ``count(count_over_time(m1[w]) or count_over_time(m2[w]) ...)`` with step ``w``
+says which of up to ``fanout`` buckets ``(t-w, t]`` hold a sample; the search descends into the
+first (or last) such bucket until buckets are 1 ms wide. A window of ``n`` ms costs about
+``log(n) / log(fanout)`` queries per edge (4 for a day at the default fanout of 100).
+
+Bucket ``(t-w, t]`` is ``[w ms]`` in VictoriaMetrics and ``[w-1 ms]`` in Prometheus (whose ranges
+include their left end). Prometheus has no zero-width range, so a 1 ms bucket ``{t}`` is written
+as the series counted in ``[t-2, t]`` but not in ``[t-2, t-1]``, or counted more often there.
+The ``or`` keeps series of different metrics apart (counting a ``{__name__=~...}`` selector
+would drop the names and fail on series that differ only by name).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from suanli.store.promql.client import PromClient, TooManySamples
+from suanli.store.promql.selectors import selector
+
+__all__ = ["first_sample_ms", "last_sample_ms"]
+
+
+def _bucket(sel: str, w: int, flavor: str) -> str:
+    if flavor == "victoriametrics":
+        return f"count_over_time({sel}[{w}ms])"
+    if w >= 2:
+        return f"count_over_time({sel}[{w - 1}ms])"
+    two, one = f"count_over_time({sel}[2ms])", f"count_over_time({sel}[1ms] offset 1ms)"
+    return f"(({two} unless {one}) or ({two} - {one} > 0))"
+
+
+def _present(client: PromClient, sels: Sequence[str], lo: int, hi: int, w: int) -> list[int]:
+    """Ends ``t`` of the buckets ``(t-w, t]`` tiling ``[lo, hi]`` (the last may overhang) that hold a sample."""
+    flavor = client.flavor()
+    expr = "count(" + " or ".join(_bucket(s, w, flavor) for s in sels) + ")"
+    k = math.ceil((hi - lo + 1) / w)
+    result = client.query_range(expr, lo - 1 + w, lo - 1 + w * k, w)
+    if not result:
+        return []
+    return sorted(round(float(p[0]) * 1000.0) for p in result[0].get("values") or [])
+
+
+def _search(client: PromClient, sels: Sequence[str], lo: int, hi: int, fanout: int, last: bool) -> int | None:
+    """The edge in ``[lo, hi]``; a query the server refuses as too big is split by metrics, then by time."""
+    w = max(1, math.ceil((hi - lo + 1) / fanout))
+    try:
+        ends = _present(client, sels, lo, hi, w)
+    except TooManySamples:
+        if len(sels) > 1:
+            parts = (sels[: len(sels) // 2], sels[len(sels) // 2:])
+            hits = [e for e in (_search(client, p, lo, hi, fanout, last) for p in parts) if e is not None]
+            return (max(hits) if last else min(hits)) if hits else None
+        if hi - lo < 1:
+            raise
+        mid = (lo + hi) // 2
+        halves = [(mid + 1, hi), (lo, mid)] if last else [(lo, mid), (mid + 1, hi)]
+        for a, b in halves:
+            edge = _search(client, sels, a, b, fanout, last)
+            if edge is not None:
+                return edge
+        return None
+    for t in reversed(ends) if last else ends:
+        a, b = max(lo, t - w + 1), min(hi, t)
+        if a > b:
+            continue
+        if w == 1:
+            return t
+        inner = _search(client, sels, a, b, fanout, last)
+        if inner is not None:
+            return inner
+    return None
+
+
+def _selectors(metrics: Sequence[str], extra: Sequence[str]) -> list[str]:
+    return [selector(m, extra) for m in metrics]
+
+
+def first_sample_ms(client: PromClient, metrics: Sequence[str], extra: Sequence[str], lo: int, hi: int,
+                    fanout: int = 100) -> int | None:
+    """Time (ms) of the earliest sample of ``metrics`` in ``[lo, hi]``; None when there is none."""
+    if not metrics or hi < lo:
+        return None
+    return _search(client, _selectors(metrics, extra), lo, hi, fanout, last=False)
+
+
+def last_sample_ms(client: PromClient, metrics: Sequence[str], extra: Sequence[str], lo: int, hi: int,
+                   fanout: int = 100) -> int | None:
+    """Time (ms) of the latest sample of ``metrics`` in ``[lo, hi]``; None when there is none."""
+    if not metrics or hi < lo:
+        return None
+    return _search(client, _selectors(metrics, extra), lo, hi, fanout, last=True)

@@ -1,0 +1,188 @@
+"""The queries behind :class:`~suanli.store.promql.store.PromStore`: series discovery, sample counts,
+raw samples split to the limits, and PromQL functions over a range.
+
+Ranges are inclusive milliseconds ``[lo, hi]`` as in the DuckDB store. A range selector ``s[d]``
+evaluated at ``t`` covers ``[t-d, t]`` in Prometheus 2.x (and Mimir, Thanos) and ``(t-d, t]`` in
+VictoriaMetrics: :func:`range_ms` gives the ``d`` that covers exactly ``[lo, hi]``.
+
+Raw samples come from instant queries of a range selector (``metric{...}[d]``, which every
+Prometheus-compatible server answers with its stored samples, not with a resampled grid). A
+metric's series are split into batches (by the label that picks them out best) and the range into
+chunks so that one query loads at most ``max_samples`` samples and returns at most
+``max_points_per_series`` per series, from per-series sample counts (``count_over_time``) asked
+first; a chunk the server still refuses is halved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from suanli.store.promql.client import PromClient, TooManySamples
+from suanli.store.promql.selectors import best_label, selector
+
+__all__ = ["Ident", "Raw", "SeriesRef", "count_samples", "ident_of", "pull_raw", "range_ms", "vector_by_ident"]
+
+Ident = tuple[tuple[str, str], ...]
+"""A series' labels without ``__name__``, sorted."""
+Raw = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+"""(timestamps in ms, values) of one series, sorted, one value per timestamp (the last returned)."""
+
+
+@dataclass(frozen=True)
+class SeriesRef:
+    metric: str
+    labels: Mapping[str, str]
+    ident: Ident
+
+
+def ident_of(labels: Mapping[str, str]) -> Ident:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+
+
+def range_ms(flavor: str, lo: int, hi: int) -> int:
+    """The range ``d`` (ms) that, evaluated at ``hi``, covers exactly ``[lo, hi]`` (0 = impossible:
+    Prometheus has no empty-width range, the caller pulls raw samples instead)."""
+    return hi - lo + 1 if flavor == "victoriametrics" else hi - lo
+
+
+def vector_by_ident(result: Sequence[Mapping[str, object]]) -> dict[Ident, float]:
+    """An instant vector's values by series."""
+    out: dict[Ident, float] = {}
+    for item in result:
+        labels = item.get("metric") or {}
+        value = item.get("value") or [0, "NaN"]
+        out[ident_of(labels)] = float(value[1])  # type: ignore[index, arg-type]
+    return out
+
+
+def count_samples(client: PromClient, metric: str, extra: Sequence[str], lo: int, hi: int) -> dict[Ident, int]:
+    """Samples per series of ``metric`` in ``[lo, hi]`` (``count_over_time``), halving the range
+    when the server refuses it."""
+    d = range_ms(client.flavor(), lo, hi)
+    if d <= 0:
+        return {i: len(ts) for i, (ts, _) in _raw_query(client, selector(metric, extra), lo, hi).items()}
+    try:
+        _, result = client.query(f"count_over_time({selector(metric, extra)}[{d}ms])", hi)
+    except TooManySamples:
+        if hi - lo < 2:
+            raise
+        mid = (lo + hi) // 2
+        out = count_samples(client, metric, extra, lo, mid)
+        for k, n in count_samples(client, metric, extra, mid + 1, hi).items():
+            out[k] = out.get(k, 0) + n
+        return out
+    return {k: int(v) for k, v in vector_by_ident(result).items()}
+
+
+def _decode(result: Sequence[Mapping[str, object]], lo: int) -> Iterator[tuple[Ident, npt.NDArray[np.int64],
+                                                                              npt.NDArray[np.float64]]]:
+    for item in result:
+        values = item.get("values") or []
+        assert isinstance(values, list)
+        ts = np.rint(np.fromiter((p[0] for p in values), np.float64, len(values)) * 1000.0).astype(np.int64)
+        vals = np.array([p[1] for p in values], dtype=np.float64) if values else np.empty(0)
+        keep = ts >= lo
+        yield ident_of(item.get("metric") or {}), ts[keep], vals[keep]  # type: ignore[arg-type]
+
+
+def _raw_query(client: PromClient, sel: str, lo: int, hi: int) -> dict[Ident, Raw]:
+    """Raw samples of one selector in ``[lo, hi]``; the range asked is one ms wider than needed on
+    Prometheus (left-closed) and the extra sample is dropped here, so one query fits both."""
+    try:
+        _, result = client.query(f"{sel}[{hi - lo + 1}ms]", hi)
+    except TooManySamples:
+        if hi <= lo:
+            raise
+        mid = (lo + hi) // 2
+        return _merge([_raw_query(client, sel, lo, mid), _raw_query(client, sel, mid + 1, hi)])
+    out: dict[Ident, Raw] = {}
+    for ident, ts, vals in _decode(result, lo):
+        client.stats.samples += len(ts)
+        out[ident] = (ts, vals)
+    return out
+
+
+def _merge(parts: Sequence[Mapping[Ident, Raw]]) -> dict[Ident, Raw]:
+    """Concatenate per-series pieces; sort by time; per timestamp keep the last value returned."""
+    pieces: dict[Ident, list[Raw]] = {}
+    for part in parts:
+        for ident, raw in part.items():
+            pieces.setdefault(ident, []).append(raw)
+    out: dict[Ident, Raw] = {}
+    for ident, raws in pieces.items():
+        ts = np.concatenate([r[0] for r in raws])
+        vals = np.concatenate([r[1] for r in raws])
+        order = np.argsort(ts, kind="stable")
+        ts, vals = ts[order], vals[order]
+        last = np.append(ts[1:] != ts[:-1], True) if len(ts) else np.empty(0, dtype=bool)
+        out[ident] = (ts[last], vals[last])
+    return out
+
+
+def _batches(wanted: Sequence[SeriesRef], all_series: Sequence[SeriesRef], counts: Mapping[Ident, int],
+             max_samples: int, max_series: int) -> list[tuple[str | None, list[str], int, int]]:
+    """(label, its values, series selected, samples selected) per batch; label None = the whole metric."""
+    total = sum(counts.get(s.ident, 0) for s in all_series)
+    label = best_label([s.labels for s in wanted], [s.labels for s in all_series])
+    if label is None and total <= max_samples and len(all_series) <= max_series:
+        return [(None, [], len(all_series), total)]
+    if label is None:
+        label = _splitting_label(wanted)
+        if label is None:
+            return [(None, [], len(all_series), total)]
+    need = {s.labels[label] for s in wanted}
+    groups: dict[str, list[SeriesRef]] = {}
+    for s in all_series:
+        if s.labels.get(label) in need:
+            groups.setdefault(s.labels[label], []).append(s)
+    out: list[tuple[str | None, list[str], int, int]] = []
+    for value in sorted(groups):
+        n = len(groups[value])
+        samples = sum(counts.get(s.ident, 0) for s in groups[value])
+        if out and out[-1][2] + n <= max_series and out[-1][3] + samples <= max_samples:
+            lab, vals, n0, s0 = out[-1]
+            out[-1] = (lab, [*vals, value], n0 + n, s0 + samples)
+        else:
+            out.append((label, [value], n, samples))
+    return out
+
+
+def _splitting_label(series: Sequence[SeriesRef]) -> str | None:
+    """The label with the most distinct values (to split a whole metric into batches)."""
+    names = {k for s in series for k in s.labels}
+    scored = [(len({s.labels.get(n) for s in series}), n) for n in names
+              if all(n in s.labels for s in series)]
+    scored = [x for x in scored if x[0] > 1]
+    return max(scored)[1] if scored else None
+
+
+def pull_raw(client: PromClient, wanted: Sequence[SeriesRef], all_series: Sequence[SeriesRef],
+             counts: Mapping[Ident, int], extra: Sequence[str], lo: int, hi: int) -> dict[Ident, Raw]:
+    """Raw samples of the ``wanted`` series (all of one metric) in ``[lo, hi]``."""
+    wanted = [s for s in wanted if counts.get(s.ident, 0) > 0]
+    if not wanted:
+        return {}
+    cfg = client.config
+    metric = wanted[0].metric
+    keep = {s.ident for s in wanted}
+    parts: list[dict[Ident, Raw]] = []
+    for label, values, _, samples in _batches(wanted, all_series, counts, cfg.max_samples, cfg.max_series_per_query):
+        sel = selector(metric, extra, label, values)
+        in_batch = [s for s in all_series if label is None or s.labels.get(label) in set(values)]
+        densest = max((counts.get(s.ident, 0) for s in in_batch), default=0)
+        chunks = max(1, math.ceil(densest / cfg.max_points_per_series), math.ceil(samples / cfg.max_samples))
+        for a, b in _chunks(lo, hi, chunks):
+            got = _raw_query(client, sel, a, b)
+            parts.append({k: v for k, v in got.items() if k in keep})
+    return _merge(parts)
+
+
+def _chunks(lo: int, hi: int, n: int) -> list[tuple[int, int]]:
+    n = max(1, min(n, hi - lo + 1))
+    edges = [lo + (hi - lo + 1) * i // n for i in range(n + 1)]
+    return [(edges[i], edges[i + 1] - 1) for i in range(n)]
