@@ -43,7 +43,7 @@ def _sid(key: SeriesKey) -> tuple[str, tuple[tuple[str, str], ...]]:
     return key.metric, key.labels
 
 
-@pytest.fixture(params=[(b, s) for s in SCENARIOS for b in BACKENDS], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(scope="module", params=[(b, s) for s in SCENARIOS for b in BACKENDS], ids=lambda p: f"{p[0]}-{p[1]}")
 def pair(request: pytest.FixtureRequest, backend_for: Callable[[str, str], Server],
          duck_for: Callable[[str], tuple[DuckStore, object]]) -> Iterator[tuple[str, str, PromStore, DuckStore]]:
     kind, scenario = request.param
