@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 __all__ = ["Server", "backfill_prometheus", "in_ci", "need", "om_to_prometheus_text", "start_prometheus",
-           "start_victoria_metrics", "vm_import"]
+           "start_victoria_metrics", "start_vmauth", "vm_import"]
 
 
 def in_ci() -> bool:
@@ -89,7 +89,8 @@ def backfill_prometheus(om: Path, data_dir: Path) -> str:
     return out.stdout
 
 
-def start_prometheus(workdir: Path, data_dir: Path, rule_files: list[Path] | None = None) -> Server:
+def start_prometheus(workdir: Path, data_dir: Path, rule_files: list[Path] | None = None,
+                     extra_args: tuple[str, ...] = ()) -> Server:
     """Prometheus 2.x on a free loopback port over ``data_dir``, with the remote-write receiver on."""
     binary = need("prometheus")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -101,23 +102,38 @@ def start_prometheus(workdir: Path, data_dir: Path, rule_files: list[Path] | Non
     port = free_port()
     argv = [binary, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}",
-            "--web.enable-remote-write-receiver", "--log.level=warn"]
+            "--web.enable-remote-write-receiver", "--log.level=warn", *extra_args]
     log = workdir / "prometheus.log"
     server = Server("prometheus", f"http://127.0.0.1:{port}", _spawn("prometheus", argv, log), log)
     _wait_ready(server, "/-/ready")
     return server
 
 
-def start_victoria_metrics(workdir: Path) -> Server:
+def start_victoria_metrics(workdir: Path, extra_args: tuple[str, ...] = ()) -> Server:
     """Single-node VictoriaMetrics on a free loopback port (no cache, no latency offset: tests read
     what they just wrote)."""
     binary = need("victoria-metrics")
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     argv = [binary, f"-storageDataPath={workdir / 'data'}", f"-httpListenAddr=127.0.0.1:{port}",
-            "-retentionPeriod=100y", "-search.disableCache", "-search.latencyOffset=0s", "-loggerLevel=WARN"]
+            "-retentionPeriod=100y", "-search.disableCache", "-search.latencyOffset=0s", "-loggerLevel=WARN",
+            *extra_args]
     log = workdir / "victoria-metrics.log"
     server = Server("victoria-metrics", f"http://127.0.0.1:{port}", _spawn("victoria-metrics", argv, log), log)
+    _wait_ready(server, "/health")
+    return server
+
+
+def start_vmauth(workdir: Path, bearer_token: str, upstream: str) -> Server:
+    """vmauth on a free loopback port, proxying requests that carry ``bearer_token`` to ``upstream``."""
+    binary = need("vmauth")
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "auth.yml"
+    config.write_text(f'users:\n- bearer_token: "{bearer_token}"\n  url_prefix: "{upstream}"\n')
+    port = free_port()
+    log = workdir / "vmauth.log"
+    argv = [binary, f"-auth.config={config}", f"-httpListenAddr=127.0.0.1:{port}", "-loggerLevel=WARN"]
+    server = Server("vmauth", f"http://127.0.0.1:{port}", _spawn("vmauth", argv, log), log)
     _wait_ready(server, "/health")
     return server
 

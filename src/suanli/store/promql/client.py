@@ -70,14 +70,18 @@ class QueryStats:
     queries: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
+    """As sent over the wire (compressed where the server gzips)."""
+    bytes_decoded: int = 0
+    """The JSON the answers held, uncompressed."""
     samples: int = 0
     by_endpoint: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
-    def add(self, endpoint: str, sent: int, received: int, seconds: float) -> None:
+    def add(self, endpoint: str, sent: int, received: int, decoded: int, seconds: float) -> None:
         self.queries += 1
         self.bytes_sent += sent
         self.bytes_received += received
+        self.bytes_decoded += decoded
         self.seconds += seconds
         self.by_endpoint[endpoint] = self.by_endpoint.get(endpoint, 0) + 1
 
@@ -166,14 +170,14 @@ class PromClient:
                 else:
                     resp = self._http.get(url, params=params)
             except httpx.TransportError as err:
-                self.stats.add(endpoint, 0, 0, time.perf_counter() - t0)
+                self.stats.add(endpoint, 0, 0, 0, time.perf_counter() - t0)
                 if attempt < self.config.retries and not isinstance(err, httpx.TimeoutException):
                     time.sleep(0.2 * 2 ** attempt)
                     continue
                 raise InputError(f"{type(err).__name__}: {err or 'no answer'} (query: {_short(what)})",
                                  file=url) from None
             sent = len(resp.request.content or b"") + len(str(resp.request.url))
-            self.stats.add(endpoint, sent, len(resp.content), time.perf_counter() - t0)
+            self.stats.add(endpoint, sent, resp.num_bytes_downloaded, len(resp.content), time.perf_counter() - t0)
             if resp.status_code >= 500 and attempt < self.config.retries and not _too_many(resp.text):
                 time.sleep(0.2 * 2 ** attempt)
                 continue

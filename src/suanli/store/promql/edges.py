@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from suanli.store.promql.client import PromClient, TooManySamples
 from suanli.store.promql.selectors import selector
 
-__all__ = ["first_sample_ms", "last_sample_ms"]
+__all__ = ["bucket_count", "first_sample_ms", "last_sample_ms"]
 
 
-def _bucket(sel: str, w: int, flavor: str) -> str:
+def bucket_count(sel: str, w: int, flavor: str) -> str:
+    """Samples per series in the bucket ``(t-w, t]`` (w in ms) evaluated at ``t``."""
     if flavor == "victoriametrics":
         return f"count_over_time({sel}[{w}ms])"
     if w >= 2:
@@ -36,7 +37,7 @@ def _bucket(sel: str, w: int, flavor: str) -> str:
 def _present(client: PromClient, sels: Sequence[str], lo: int, hi: int, w: int) -> list[int]:
     """Ends ``t`` of the buckets ``(t-w, t]`` tiling ``[lo, hi]`` (the last may overhang) that hold a sample."""
     flavor = client.flavor()
-    expr = "count(" + " or ".join(_bucket(s, w, flavor) for s in sels) + ")"
+    expr = "count(" + " or ".join(bucket_count(s, w, flavor) for s in sels) + ")"
     k = math.ceil((hi - lo + 1) / w)
     result = client.query_range(expr, lo - 1 + w, lo - 1 + w * k, w)
     if not result:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suanli.store.promql.client import PromClient, TooManySamples
+from suanli.store.promql.edges import bucket_count
 from suanli.store.promql.selectors import best_label, selector
 
 __all__ = ["Ident", "Raw", "SeriesRef", "count_samples", "ident_of", "pull_raw", "range_ms", "vector_by_ident"]
@@ -175,14 +176,46 @@ def pull_raw(client: PromClient, wanted: Sequence[SeriesRef], all_series: Sequen
         sel = selector(metric, extra, label, values)
         in_batch = [s for s in all_series if label is None or s.labels.get(label) in set(values)]
         densest = max((counts.get(s.ident, 0) for s in in_batch), default=0)
-        chunks = max(1, math.ceil(densest / cfg.max_points_per_series), math.ceil(samples / cfg.max_samples))
-        for a, b in _chunks(lo, hi, chunks):
+        if densest <= cfg.max_points_per_series and samples <= cfg.max_samples:
+            chunks = [(lo, hi)]
+        else:
+            chunks = time_chunks(client, sel, lo, hi, max(densest / cfg.max_points_per_series,
+                                                          samples / cfg.max_samples))
+        for a, b in chunks:
             got = _raw_query(client, sel, a, b)
             parts.append({k: v for k, v in got.items() if k in keep})
     return _merge(parts)
 
 
-def _chunks(lo: int, hi: int, n: int) -> list[tuple[int, int]]:
-    n = max(1, min(n, hi - lo + 1))
-    edges = [lo + (hi - lo + 1) * i // n for i in range(n + 1)]
-    return [(edges[i], edges[i + 1] - 1) for i in range(n)]
+def time_chunks(client: PromClient, sel: str, lo: int, hi: int, needed: float) -> list[tuple[int, int]]:
+    """Consecutive ranges covering ``[lo, hi]`` in each of which the selector's series hold at most
+    ``max_points_per_series`` samples each and ``max_samples`` in all, from exact counts per series
+    in fine buckets (one query_range of ``count_over_time``, about 4 buckets per chunk needed).
+    A bucket too full on its own is split again the same way."""
+    cfg = client.config
+    n_fine = int(min(cfg.max_points_per_series, hi - lo + 1, max(16, 4 * math.ceil(needed))))
+    w = math.ceil((hi - lo + 1) / n_fine)
+    k = math.ceil((hi - lo + 1) / w)
+    result = client.query_range(bucket_count(sel, w, client.flavor()), lo - 1 + w, lo - 1 + w * k, w)
+    per_bucket = np.zeros((len(result), k), dtype=np.int64)
+    for i, item in enumerate(result):
+        for t, v in item.get("values") or []:
+            per_bucket[i, (round(float(t) * 1000.0) - (lo - 1 + w)) // w] = int(float(v))
+    chunks: list[tuple[int, int]] = []
+    first, load = 0, np.zeros(len(result), dtype=np.int64)
+    for j in range(k + 1):
+        col = per_bucket[:, j] if j < k else None
+        full = col is not None and (bool((load + col > cfg.max_points_per_series).any())
+                                    or int(load.sum() + col.sum()) > cfg.max_samples)
+        if (col is None or full) and j > first:
+            chunks.append((lo + first * w, min(hi, lo - 1 + j * w)))
+            first, load = j, np.zeros(len(result), dtype=np.int64)
+        if col is None:
+            break
+        if bool((col > cfg.max_points_per_series).any()) or int(col.sum()) > cfg.max_samples:
+            a, b = lo + j * w, min(hi, lo - 1 + (j + 1) * w)
+            chunks.extend(time_chunks(client, sel, a, b, needed) if b > a else [(a, b)])
+            first = j + 1
+            continue
+        load = load + col
+    return chunks
