@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,21 +139,28 @@ def start_vmauth(workdir: Path, bearer_token: str, upstream: str) -> Server:
     return server
 
 
-def om_to_prometheus_text(om: Path) -> bytes:
+def om_to_prometheus_text(om: Path, batch_bytes: int = 32 << 20) -> Iterator[bytes]:
     """OpenMetrics with second timestamps -> Prometheus text with millisecond timestamps (what
-    ``/api/v1/import/prometheus`` reads); comments and ``# EOF`` left out."""
-    out = []
+    ``/api/v1/import/prometheus`` reads), in batches of whole lines; comments and ``# EOF`` left out."""
+    out: list[str] = []
+    size = 0
     with om.open("r", encoding="utf-8") as fh:
         for line in fh:
             if not line.strip() or line.startswith("#"):
                 continue
             body, _, ts = line.rstrip("\n").rpartition(" ")
-            out.append(f"{body} {round(float(ts) * 1000)}\n")
-    return "".join(out).encode()
+            text = f"{body} {round(float(ts) * 1000)}\n"
+            out.append(text)
+            size += len(text)
+            if size >= batch_bytes:
+                yield "".join(out).encode()
+                out, size = [], 0
+    if out:
+        yield "".join(out).encode()
 
 
 def vm_import(server: Server, om: Path) -> None:
     """Load a metrics file through VictoriaMetrics' import API and make it searchable now."""
-    resp = httpx.post(server.url + "/api/v1/import/prometheus", content=om_to_prometheus_text(om), timeout=120)
-    resp.raise_for_status()
-    httpx.get(server.url + "/internal/force_flush", timeout=30).raise_for_status()
+    for body in om_to_prometheus_text(om):
+        httpx.post(server.url + "/api/v1/import/prometheus", content=body, timeout=300).raise_for_status()
+    httpx.get(server.url + "/internal/force_flush", timeout=60).raise_for_status()

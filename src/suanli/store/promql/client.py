@@ -61,6 +61,9 @@ class PromConfig:
     """Which metric names the store shows (a PromQL regex, anchored)."""
     default_lookback_s: float = 3600.0
     """Window read when none is given: the last hour."""
+    cache_samples: int = 20_000_000
+    """Raw samples kept in memory: a metric read whole is pulled once over the window and later
+    reads are cut from it (0: no cache). ``PromStore.refresh()`` empties it."""
 
 
 @dataclass

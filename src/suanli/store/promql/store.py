@@ -38,6 +38,7 @@ from suanli.store.promql import edges
 from suanli.store.promql.client import PromClient, PromConfig, QueryStats, TooManySamples
 from suanli.store.promql.fetch import (
     Ident,
+    Raw,
     SeriesRef,
     count_samples,
     ident_of,
@@ -87,6 +88,8 @@ class PromStore:
         self._refs: dict[str, list[SeriesRef]] = {}
         self._keys: dict[tuple[str, Ident], SeriesKey] = {}
         self._counts: dict[tuple[str, int, int], dict[Ident, int]] = {}
+        self._held: dict[str, dict[Ident, Raw]] = {}
+        self._held_samples = 0
         self._range: tuple[float, float] | None = None
         self._range_known = False
 
@@ -142,8 +145,7 @@ class PromStore:
     def _raw(self, metric: str, refs: Sequence[SeriesRef], lo: int, hi: int) -> list[tuple[SeriesKey, F64, F64]]:
         if not refs:
             return []
-        raw = pull_raw(self.client, refs, self._series_refs(metric), self._count(metric, lo, hi),
-                       self._extra, lo, hi)
+        raw = self._cached(metric, refs, lo, hi)
         out = []
         for ref in refs:
             got = raw.get(ref.ident)
@@ -153,6 +155,30 @@ class PromStore:
             if metric.startswith(DCGM_PREFIX):
                 dcgm_blank_to_nan(values, DCGM_BLANK)
             out.append((self.key_of(ref), ts, values))
+        return out
+
+    def _cached(self, metric: str, refs: Sequence[SeriesRef], lo: int, hi: int) -> dict[Ident, Raw]:
+        """Raw samples of ``refs`` in ``[lo, hi]``. A whole metric is pulled once over the store's
+        window and kept (up to ``cache_samples`` in all, oldest metric out first); later reads of
+        it, of a part of its series or of its range, are cut from what is kept."""
+        held = self._held.get(metric)
+        if held is None and len(refs) == len(self._series_refs(metric)) and self.config.cache_samples > 0:
+            wlo, whi = self._win_ms
+            held = pull_raw(self.client, refs, refs, self._count(metric, wlo, whi), self._extra, wlo, whi)
+            self._held[metric] = held
+            self._held_samples += sum(len(t) for t, _ in held.values())
+            while self._held_samples > self.config.cache_samples and len(self._held) > 1:
+                gone = self._held.pop(next(iter(self._held)))
+                self._held_samples -= sum(len(t) for t, _ in gone.values())
+        if held is None:
+            return pull_raw(self.client, refs, self._series_refs(metric), self._count(metric, lo, hi),
+                            self._extra, lo, hi)
+        out: dict[Ident, Raw] = {}
+        for ref in refs:
+            if ref.ident in held:
+                ts, vals = held[ref.ident]
+                a, b = np.searchsorted(ts, lo, "left"), np.searchsorted(ts, hi, "right")
+                out[ref.ident] = (ts[a:b], vals[a:b])
         return out
 
     def series(self, metric: str, entity_ids: Sequence[str] | None = None,
