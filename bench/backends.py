@@ -113,11 +113,16 @@ def report(rows: list[dict[str, Any]], nodes: int, minutes: float) -> str:
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         inc, led = _summary(r["diag"])
-        diff = max((abs(led[k] - ledger[k]) for k in ledger), default=0.0) * 100
+        missing = sorted(set(ledger) - set(led))
+        diff = max((abs(led[k] - ledger[k]) for k in ledger if k in led), default=0.0) * 100
         lines.append(f"| {r['backend']} | {r['load_s']:.1f} s | {r['diagnose_s']:.1f} s | {r['queries']} | "
                      f"{_mb(r['bytes_wire'])} | {_mb(r['bytes_json'])} | {r['samples']:,} | "
-                     f"{'yes' if inc == incidents else 'NO'} | {diff:.2f} pt |")
+                     f"{'yes' if inc == incidents else 'NO: ' + str(inc)} | {diff:.2f} pt"
+                     f"{' (missing: ' + ', '.join(missing) + ')' if missing else ''} |")
     lines += ["", f"Incidents (DuckDB): {', '.join(f'{c} at {i}' for c, i in incidents) or 'none'}.", ""]
+    for r in rows:
+        if r["diag"].analysis_errors:
+            lines.append(f"- {r['backend']}: analysis errors: {'; '.join(r['diag'].analysis_errors)}")
     for r in rows[1:]:
         eps = ", ".join(f"{k} {v}" for k, v in sorted(r["by_endpoint"].items()))
         lines.append(f"- {r['backend']}: {eps}; time waiting on the server {r['server_s']:.1f} s; per analysis "

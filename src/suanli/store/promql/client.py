@@ -52,6 +52,9 @@ class PromConfig:
     """Most points one query returns per series (Prometheus' query_range limit)."""
     max_series_per_query: int = 2_000
     """Most series one raw-sample query selects (keeps responses and selectors small)."""
+    max_query_chars: int = 12_000
+    """Longest label-value alternation one selector carries (VictoriaMetrics refuses queries longer
+    than ``-search.maxQueryLen``, 16 KiB by default)."""
     flavor: str | None = None
     """``prometheus`` (Prometheus, Mimir, Thanos: ranges ``[t-d, t]``) or ``victoriametrics``
     (``(t-d, t]``); None asks the server once."""

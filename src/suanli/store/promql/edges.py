@@ -35,14 +35,28 @@ def bucket_count(sel: str, w: int, flavor: str) -> str:
 
 
 def _present(client: PromClient, sels: Sequence[str], lo: int, hi: int, w: int) -> list[int]:
-    """Ends ``t`` of the buckets ``(t-w, t]`` tiling ``[lo, hi]`` (the last may overhang) that hold a sample."""
+    """Ends ``t`` of the buckets ``(t-w, t]`` tiling ``[lo, hi]`` (the last may overhang) that hold a
+    sample; one query per group of metrics that fits ``max_query_chars``."""
     flavor = client.flavor()
-    expr = "count(" + " or ".join(bucket_count(s, w, flavor) for s in sels) + ")"
     k = math.ceil((hi - lo + 1) / w)
-    result = client.query_range(expr, lo - 1 + w, lo - 1 + w * k, w)
-    if not result:
-        return []
-    return sorted(round(float(p[0]) * 1000.0) for p in result[0].get("values") or [])
+    ends: set[int] = set()
+    for group in _groups([bucket_count(s, w, flavor) for s in sels], client.config.max_query_chars):
+        result = client.query_range("count(" + " or ".join(group) + ")", lo - 1 + w, lo - 1 + w * k, w)
+        for item in result:
+            ends.update(round(float(p[0]) * 1000.0) for p in item.get("values") or [])
+    return sorted(ends)
+
+
+def _groups(exprs: Sequence[str], max_chars: int) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    size = 0
+    for e in exprs:
+        if out[-1] and size + len(e) + 4 > max_chars:
+            out.append([])
+            size = 0
+        out[-1].append(e)
+        size += len(e) + 4
+    return out
 
 
 def _search(client: PromClient, sels: Sequence[str], lo: int, hi: int, fanout: int, last: bool) -> int | None:

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from suanli.store.promql.client import PromClient, TooManySamples
+from suanli.store.promql.client import PromClient, PromConfig, TooManySamples
 from suanli.store.promql.edges import bucket_count
-from suanli.store.promql.selectors import best_label, selector
+from suanli.store.promql.selectors import best_label, re_alternation, selector
 
 __all__ = ["Ident", "Raw", "SeriesRef", "count_samples", "ident_of", "pull_raw", "range_ms", "vector_by_ident"]
 
@@ -125,31 +125,43 @@ def _merge(parts: Sequence[Mapping[Ident, Raw]]) -> dict[Ident, Raw]:
     return out
 
 
+@dataclass
+class _Batch:
+    label: str | None
+    values: list[str]
+    series: int
+    samples: int
+    chars: int
+
+
 def _batches(wanted: Sequence[SeriesRef], all_series: Sequence[SeriesRef], counts: Mapping[Ident, int],
-             max_samples: int, max_series: int) -> list[tuple[str | None, list[str], int, int]]:
-    """(label, its values, series selected, samples selected) per batch; label None = the whole metric."""
+             cfg: PromConfig) -> list[_Batch]:
+    """Batches of label values (label None = the whole metric) within the series, sample and
+    query-length limits."""
     total = sum(counts.get(s.ident, 0) for s in all_series)
     label = best_label([s.labels for s in wanted], [s.labels for s in all_series])
-    if label is None and total <= max_samples and len(all_series) <= max_series:
-        return [(None, [], len(all_series), total)]
+    whole = _Batch(None, [], len(all_series), total, 0)
+    if label is None and total <= cfg.max_samples and len(all_series) <= cfg.max_series_per_query:
+        return [whole]
+    label = label or _splitting_label(wanted)
     if label is None:
-        label = _splitting_label(wanted)
-        if label is None:
-            return [(None, [], len(all_series), total)]
+        return [whole]
     need = {s.labels[label] for s in wanted}
     groups: dict[str, list[SeriesRef]] = {}
     for s in all_series:
         if s.labels.get(label) in need:
             groups.setdefault(s.labels[label], []).append(s)
-    out: list[tuple[str | None, list[str], int, int]] = []
+    out: list[_Batch] = []
     for value in sorted(groups):
-        n = len(groups[value])
+        n, chars = len(groups[value]), len(re_alternation([value])) + 1
         samples = sum(counts.get(s.ident, 0) for s in groups[value])
-        if out and out[-1][2] + n <= max_series and out[-1][3] + samples <= max_samples:
-            lab, vals, n0, s0 = out[-1]
-            out[-1] = (lab, [*vals, value], n0 + n, s0 + samples)
+        last = out[-1] if out else None
+        if (last is not None and last.series + n <= cfg.max_series_per_query and last.samples + samples
+                <= cfg.max_samples and last.chars + chars <= cfg.max_query_chars):
+            last.values.append(value)
+            last.series, last.samples, last.chars = last.series + n, last.samples + samples, last.chars + chars
         else:
-            out.append((label, [value], n, samples))
+            out.append(_Batch(label, [value], n, samples, chars))
     return out
 
 
@@ -172,7 +184,8 @@ def pull_raw(client: PromClient, wanted: Sequence[SeriesRef], all_series: Sequen
     metric = wanted[0].metric
     keep = {s.ident for s in wanted}
     parts: list[dict[Ident, Raw]] = []
-    for label, values, _, samples in _batches(wanted, all_series, counts, cfg.max_samples, cfg.max_series_per_query):
+    for batch in _batches(wanted, all_series, counts, cfg):
+        label, values, samples = batch.label, batch.values, batch.samples
         sel = selector(metric, extra, label, values)
         in_batch = [s for s in all_series if label is None or s.labels.get(label) in set(values)]
         densest = max((counts.get(s.ident, 0) for s in in_batch), default=0)

@@ -46,7 +46,7 @@ from suanli.store.promql.fetch import (
     range_ms,
     vector_by_ident,
 )
-from suanli.store.promql.selectors import best_label, selector
+from suanli.store.promql.selectors import best_label, re_alternation, selector
 
 __all__ = ["PromStore"]
 
@@ -227,7 +227,10 @@ class PromStore:
             return {}
         all_refs = self._series_refs(metric)
         label = best_label([r.labels for r in refs], [r.labels for r in all_refs])
-        sel = selector(metric, self._extra, label, [r.labels[label] for r in refs] if label else [])
+        values = [r.labels[label] for r in refs] if label else []
+        if len(re_alternation(values)) > self.config.max_query_chars:
+            label, values = None, []                         # the whole metric; the others are ignored
+        sel = selector(metric, self._extra, label, values)
         r = f"{sel}[{d}ms]"
         expr = (f"(max_over_time({r}) - min_over_time({r}) + 0 * sum_over_time({r})) "
                 f"and resets({r}) == 0")
