@@ -1,16 +1,18 @@
 """The earliest and latest sample time of a set of metrics inside a window, to the millisecond,
 without pulling samples.
 
-A query_range of ``count(count_over_time(m1[w]) or count_over_time(m2[w]) ...)`` with step ``w``
-says which of up to ``fanout`` buckets ``(t-w, t]`` hold a sample; the search descends into the
+A query_range of ``count(count_over_time(m1[w])) or count(count_over_time(m2[w])) ...`` with step
+``w`` says which of up to ``fanout`` buckets ``(t-w, t]`` hold a sample (each ``count`` is one
+label-less element where its metric has samples, and ``or`` keeps the first present: the
+matching works on one element per metric, not on every series); the search descends into the
 first (or last) such bucket until buckets are 1 ms wide. A window of ``n`` ms costs about
 ``log(n) / log(fanout)`` queries per edge (4 for a day at the default fanout of 100).
 
 Bucket ``(t-w, t]`` is ``[w ms]`` in VictoriaMetrics and ``[w-1 ms]`` in Prometheus (whose ranges
 include their left end). Prometheus has no zero-width range, so a 1 ms bucket ``{t}`` is written
 as the series counted in ``[t-2, t]`` but not in ``[t-2, t-1]``, or counted more often there.
-The ``or`` keeps series of different metrics apart (counting a ``{__name__=~...}`` selector
-would drop the names and fail on series that differ only by name).
+Metrics are counted one by one (counting a ``{__name__=~...}`` selector would drop the names and
+fail on series that differ only by name).
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ def _present(client: PromClient, sels: Sequence[str], lo: int, hi: int, w: int) 
     flavor = client.flavor()
     k = math.ceil((hi - lo + 1) / w)
     ends: set[int] = set()
-    for group in _groups([bucket_count(s, w, flavor) for s in sels], client.config.max_query_chars):
-        result = client.query_range("count(" + " or ".join(group) + ")", lo - 1 + w, lo - 1 + w * k, w)
+    for group in _groups([f"count({bucket_count(s, w, flavor)})" for s in sels], client.config.max_query_chars):
+        result = client.query_range(" or ".join(group), lo - 1 + w, lo - 1 + w * k, w)
         for item in result:
             ends.update(round(float(p[0]) * 1000.0) for p in item.get("values") or [])
     return sorted(ends)

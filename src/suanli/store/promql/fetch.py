@@ -187,7 +187,8 @@ def pull_raw(client: PromClient, wanted: Sequence[SeriesRef], all_series: Sequen
     for batch in _batches(wanted, all_series, counts, cfg):
         label, values, samples = batch.label, batch.values, batch.samples
         sel = selector(metric, extra, label, values)
-        in_batch = [s for s in all_series if label is None or s.labels.get(label) in set(values)]
+        chosen = set(values)
+        in_batch = [s for s in all_series if label is None or s.labels.get(label) in chosen]
         densest = max((counts.get(s.ident, 0) for s in in_batch), default=0)
         if densest <= cfg.max_points_per_series and samples <= cfg.max_samples:
             chunks = [(lo, hi)]
