@@ -27,9 +27,32 @@ from suanli.store.duck import DuckStore
 from suanli.timefmt import parse_time, to_rfc3339
 from tests.backends.servers import Server, need
 from tests.conftest import shared_path
-from tests.rules.test_export import RULES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+RULES = """rules:
+  - name: gpu_hot
+    scope: gpu
+    severity: warning
+    conditions:
+      all:
+        - gpu_temp > 87 for 2m
+  - name: gpu_hot_and_busy
+    scope: gpu
+    conditions:
+      all:
+        - gpu_temp > 80 for 1m
+        - gpu_util > 50 for 1m
+  - name: aer_storm
+    scope: gpu
+    conditions:
+      all:
+        - pcie_aer_errors > 100/min for 1m
+  - name: retx_jump
+    scope: nic
+    conditions:
+      all:
+        - sudden_increase(rdma_retransmits, 5)
+"""
 STEP_S = 15.0
 METRIC_OF = {"gpu_hot": "DCGM_FI_DEV_GPU_TEMP", "gpu_hot_and_busy": "DCGM_FI_DEV_GPU_TEMP",
              "aer_storm": "suanli_pcie_aer_errors_total", "retx_jump": "suanli_rdma_retransmits_total"}
