@@ -77,7 +77,8 @@ def run(nodes: int, minutes: float, tmp: Path) -> list[dict[str, Any]]:
     t0 = time.perf_counter()
     base = diagnose(duck, inv, window=window)
     rows = [{"backend": "DuckDB (in process)", "load_s": duck_load, "diagnose_s": time.perf_counter() - t0,
-             "queries": 0, "bytes_wire": 0, "bytes_json": 0, "samples": duck.stats()["samples"], "diag": base,
+             "queries": 0, "bytes_wire": 0, "bytes_json": 0, "samples": duck.stats()["samples"], "note": " (held)",
+             "diag": base,
              "server_s": 0.0, "by_endpoint": {}, "timings": dict(base.timings_s)}]
     duck.close()
     t0 = time.perf_counter()
@@ -108,7 +109,8 @@ def report(rows: list[dict[str, Any]], nodes: int, minutes: float) -> str:
              f"--nodes {nodes} --minutes {minutes:g}` (seed 7), {rows[0]['samples']:,} samples in DuckDB. "
              "Load = DuckDB's loader / promtool backfill + start / VictoriaMetrics import; diagnose = "
              "`incidents.diagnose.diagnose` on the whole window (traces and logs from an in-memory DuckDB for the "
-             "TSDB runs). Bytes: request + response on the wire (the TSDBs gzip), and the JSON decoded.", "",
+             "TSDB runs). Bytes: request + response on the wire (the TSDBs gzip), and the JSON decoded. Raw samples: "
+             "pulled by PromStore (each metric once, cached; metrics no analysis reads are not pulled).", "",
              "| backend | load | diagnose | queries | bytes on the wire | JSON decoded | raw samples pulled | same incidents | ledger max diff |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -116,7 +118,7 @@ def report(rows: list[dict[str, Any]], nodes: int, minutes: float) -> str:
         missing = sorted(set(ledger) - set(led))
         diff = max((abs(led[k] - ledger[k]) for k in ledger if k in led), default=0.0) * 100
         lines.append(f"| {r['backend']} | {r['load_s']:.1f} s | {r['diagnose_s']:.1f} s | {r['queries']} | "
-                     f"{_mb(r['bytes_wire'])} | {_mb(r['bytes_json'])} | {r['samples']:,} | "
+                     f"{_mb(r['bytes_wire'])} | {_mb(r['bytes_json'])} | {r['samples']:,}{r.get('note', '')} | "
                      f"{'yes' if inc == incidents else 'NO: ' + str(inc)} | {diff:.2f} pt"
                      f"{' (missing: ' + ', '.join(missing) + ')' if missing else ''} |")
     lines += ["", f"Incidents (DuckDB): {', '.join(f'{c} at {i}' for c, i in incidents) or 'none'}.", ""]
