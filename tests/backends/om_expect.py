@@ -9,6 +9,7 @@ suanli's parser), so the tests can say exactly where a TSDB necessarily differs 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ def _is_blank(metric: str, v: float) -> bool:
     return metric.startswith("DCGM_") and (v >= 2.0**47 or 0x7FFFFFF0 <= v <= 0x7FFFFFFF)
 
 
+@functools.cache
 def expected_samples(om: Path, tsdb: str) -> dict[SeriesId, dict[float, float]]:
     """Per series, timestamp -> value as ``tsdb`` ("prometheus" or "victoriametrics") keeps them,
     DCGM blanks already NaN (as every suanli store reads them)."""
@@ -49,6 +51,7 @@ def expected_samples(om: Path, tsdb: str) -> dict[SeriesId, dict[float, float]]:
     return out
 
 
+@functools.cache
 def dropped(om: Path, tsdb: str) -> set[SeriesId]:
     """Series of which ``tsdb`` keeps fewer samples than the file has distinct timestamps."""
     full: dict[SeriesId, set[float]] = {}
