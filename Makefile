@@ -4,9 +4,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBS := prometheus prometheus-alertmanager chromium
+DEBS := prometheus prometheus-alertmanager chromium victoria-metrics
 
-.PHONY: test demo install debs lint typecheck pytest bench clean
+.PHONY: test demo install debs lint typecheck pytest bench clean proto
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 debs:
-	@missing=""; for p in promtool amtool chromium; do command -v $$p >/dev/null 2>&1 || missing=1; done; \
+	@missing=""; for p in promtool amtool chromium victoria-metrics vmalert; do command -v $$p >/dev/null 2>&1 || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS); \
 	fi
@@ -39,6 +39,9 @@ demo: $(STAMP)
 
 bench: $(STAMP) debs
 	$(BIN)/python bench/run.py
+
+proto: $(STAMP)
+	$(BIN)/python proto/generate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
