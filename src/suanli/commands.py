@@ -182,6 +182,7 @@ def _load_folder(folder: Path) -> DuckStore:
 def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: str | None,
                   rules: Path | None, alerts: Path | None = None) -> tuple[Diagnosis, Any, Inventory]:
     from suanli.analysis.health import HealthConfig
+    from suanli.analysis.health.overrides import load_overrides
     from suanli.incidents.diagnose import DiagnoseConfig, diagnose
     from suanli.incidents.signals import read_alert_payloads
     from suanli.store.loader import missing_inputs
@@ -200,7 +201,8 @@ def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: 
     except BaseException:
         store.close()
         raise
-    health = HealthConfig(overrides_path=str(db.with_suffix(".overrides.jsonl"))) if db is not None else HealthConfig()
+    overrides = tuple(load_overrides(db.with_suffix(".overrides.jsonl"))) if db is not None else ()
+    health = HealthConfig(overrides=overrides)
     diag = diagnose(store, inventory, window=window, missing=missing_inputs(store),
                     config=DiagnoseConfig(health=health, rules_path=rules,
                                           alert_payloads=read_alert_payloads(alerts)))
@@ -336,7 +338,7 @@ def demo_cmd(out: Console, out_dir: Path, seed: int) -> int:
 # ------------------------------------------------------------------------------------ overrides
 
 def override_cmd(out: Console, gpu: str, state: str, reason: str, who: str, db: Path) -> int:
-    from suanli.analysis.overrides import record_override
+    from suanli.analysis.health.overrides import record_override
 
     if state not in ("healthy", "retired"):
         raise InputError(f"--state {state}: expected healthy or retired")

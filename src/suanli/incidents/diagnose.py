@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suanli.analysis import fabric, health, job_events, ledger
+from suanli.analysis import fabric, health, jobs, ledger
 from suanli.analysis.fabric import FabricConfig
 from suanli.analysis.findings import Finding
 from suanli.analysis.health import HealthConfig
-from suanli.analysis.job_events import JobEventsConfig
+from suanli.analysis.jobs import JobEventsConfig
 from suanli.analysis.ledger import LedgerConfig
+from suanli.analysis.window import Window
 from suanli.incidents.correlate import CorrelationConfig, correlate
 from suanli.incidents.impact import ImpactConfig, measure_impact
 from suanli.incidents.model import Incident, Signal
@@ -120,14 +121,13 @@ def _timed(name: str, fn: Callable[[], Any], errors: list[str], timings: dict[st
         timings[name] = round(time.perf_counter() - t0, 3)
 
 
-def _run_analyses(store: Store, inv: Inventory, window: tuple[float, float], cfg: DiagnoseConfig,
+def _run_analyses(store: Store, inv: Inventory, window: Window, cfg: DiagnoseConfig,
                   errors: list[str], timings: dict[str, float]) -> dict[str, Any]:
-    start, end = window
     return {
-        "ledger": _timed("ledger", lambda: ledger.analyze(store, inv, cfg.ledger), errors, timings),
-        "health": _timed("health", lambda: health.analyze(store, inv, cfg.health, start, end), errors, timings),
-        "fabric": _timed("fabric", lambda: fabric.analyze(store, inv, cfg.fabric, start, end), errors, timings),
-        "job_events": _timed("job_events", lambda: job_events.analyze(store, inv, cfg.job_events),
+        "ledger": _timed("ledger", lambda: ledger.analyze(store, inv, window, cfg.ledger), errors, timings),
+        "health": _timed("health", lambda: health.analyze(store, inv, window, cfg.health), errors, timings),
+        "fabric": _timed("fabric", lambda: fabric.analyze(store, inv, window, cfg.fabric), errors, timings),
+        "job_events": _timed("job_events", lambda: jobs.analyze(store, inv, window, cfg.job_events),
                              errors, timings),
     }
 
@@ -148,7 +148,7 @@ def diagnose(store: Store, inventory: Inventory, *, window: tuple[float, float] 
     timings: dict[str, float] = {}
     if window is None:
         window = store.time_range() or (0.0, 0.0)
-    results = _run_analyses(store, inventory, window, config, errors, timings)
+    results = _run_analyses(store, inventory, Window(*window), config, errors, timings)
     findings: list[Finding] = []
     for res in results.values():
         findings.extend(getattr(res, "findings", []) or [])

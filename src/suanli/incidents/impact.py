@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from suanli.analysis.job_events import step_times
+from suanli.analysis.jobs import step_times
 from suanli.incidents.model import Incident
 from suanli.inventory import Inventory
 from suanli.store.api import Store
