@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from suanli.analysis.categories import policy
 from suanli.analysis.fabric.counters import CounterAnomaly
 from suanli.analysis.fabric.inputs import CounterFacts, nic_gpu
 from suanli.analysis.fabric.tomography import Localisation
@@ -26,22 +27,22 @@ JobsOf = Callable[[str], set[str]]
 
 @dataclass(frozen=True)
 class FindingConfig:
-    """Confidences given to each kind of evidence."""
+    """Confidences given to each kind of evidence (defaults: the category table's)."""
 
-    crc_confidence: float = 0.85
+    crc_confidence: float = policy("switch_port_errors").confidence.strong
     """switch_port_errors from a CRC ratio change at the port."""
     corroborated_bonus: float = 0.1
     """Added when retransmits or latency agree (capped at 0.99)."""
     optical_decades: float = 2.0
     """With CRC errors too, a port is optical_degradation only when its pre-FEC BER (or its NIC's)
     rose this many orders of magnitude; without CRC errors any BER rise found is optical."""
-    ber_confidence: float = 0.8
+    ber_confidence: float = policy("optical_degradation").confidence.strong
     """optical_degradation from a pre-FEC BER rise of orders of magnitude."""
-    symbol_confidence: float = 0.5
+    symbol_confidence: float = policy("switch_port_errors").confidence.weak
     """switch_port_errors at a NIC's port from symbol errors on the NIC alone."""
-    nic_down_confidence: float = 0.85
+    nic_down_confidence: float = policy("nic_down").confidence.strong
     """nic_down from a link-down counter or NIC series that stop while the node's others go on."""
-    latency_confidence: float = 0.5
+    latency_confidence: float = policy("optical_degradation").confidence.weak
     """A fault seen only in the latency matrix (one-way: optical, else port errors)."""
     min_latency_pairs: int = 3
     """... and only when it explains at least this many slow node pairs."""

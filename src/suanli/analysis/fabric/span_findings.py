@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from suanli.analysis.categories import policy
 from suanli.analysis.fabric.inputs import M
 from suanli.analysis.fabric.storage import StorageConfig, StorageVerdict, data_load_per_step, judge_storage
 from suanli.analysis.fabric.stragglers import (
@@ -122,7 +123,8 @@ def _straggler(job_id: str, i: int, g: str, m: PhaseMatrix, sc: StragglerScores,
           f"its allreduce {sc.comm_ratio[i]:.2f}x the median (others wait on it); no hardware error"]
     if clock is not None:
         ev.append(f"{g} SM clock {clock[1]:.0f} MHz (was {clock[0]:.0f} MHz)")
-    return Finding("gpu_straggler", "gpu", g, onset, None, float(min(0.95, 0.5 + sc.score[i] / 2)),
+    conf_of = policy("gpu_straggler").confidence
+    return Finding("gpu_straggler", "gpu", g, onset, None, float(min(conf_of.cap, conf_of.weak + sc.score[i] / 2)),
                    tuple(ev), "stragglers", detected_at=onset, symptoms=victims,
                    extra={"jobs": [job_id], "rank": r, "straggler_score": float(sc.score[i])})
 
@@ -155,7 +157,8 @@ def storage_findings(store: Store, inv: Inventory, span: tuple[float, float],
             c = v.latency_change
             ev.insert(0, f"{v.storage_id} read latency {c.after * 1e3:.3g} ms (baseline {c.before * 1e3:.3g} ms)")
         sym = tuple(Symptom("job", j, "data_load slow", c.onset_s) for j, c in v.job_changes.items())
-        conf = 0.85 if v.latency_change is not None else 0.6
+        conf_of = policy("storage_slow").confidence
+        conf = conf_of.strong if v.latency_change is not None else conf_of.weak
         out.append(Finding("storage_slow", "storage", v.storage_id, v.onset_s, None, conf, tuple(ev),
                            "fabric", detected_at=v.onset_s, symptoms=sym, extra={"jobs": list(v.jobs_slowed)}))
     return out

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from suanli.analysis.categories import priority
 from suanli.analysis.findings import Finding
 from suanli.analysis.health import detect as hd
 from suanli.analysis.health import events as hw
@@ -207,15 +208,10 @@ def _detect_all(data: Mapping[str, hd.GpuData], health: Mapping[str, GpuHealth],
     return out
 
 
-#: Which category names a GPU's fault when it shows several (the cause before its consequences:
-#: a bad riser heats its GPU and can drop it off the bus; a DBE can hang it).
-_PRIORITY = ("pcie_riser", "gpu_memory_failure", "gpu_lost", "gpu_thermal", "nvlink_degradation",
-             "gpu_memory_degradation")
-
-
 def _one_per_gpu(found: list[hd.Detection]) -> hd.Detection:
-    """One finding per GPU: the highest-priority category, with the others' evidence appended."""
-    ranked = sorted(found, key=lambda d: _PRIORITY.index(d.category))
+    """One finding per GPU: the most specific category (the category table's order: the cause
+    before its consequences), with the others' evidence appended."""
+    ranked = sorted(found, key=lambda d: -priority(d.category))
     top = ranked[0]
     extra = tuple(e for d in ranked[1:] for e in d.evidence if e not in top.evidence)
     return dataclasses.replace(top, evidence=top.evidence + extra)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
 
 __all__ = ["DetectConfig", "Detection", "GpuData", "detect_lost", "detect_memory", "detect_nvlink",
@@ -21,6 +22,8 @@ __all__ = ["DetectConfig", "Detection", "GpuData", "detect_lost", "detect_memory
 
 F64 = npt.NDArray[np.float64]
 Pair = tuple[F64, F64]
+UNCORRECTED_AER_BONUS = 0.05
+"""A riser whose AER errors include uncorrected ones is that much surer (up to the category's cap)."""
 
 
 @dataclass(frozen=True)
@@ -174,9 +177,10 @@ def detect_pcie(g: GpuData, fleet_aer_median: float, fleet_replay_median: float,
     if replay_total:
         evidence.append(f"{g.gpu_id} PCIe replay counter +{_fmt_count(replay_total)} "
                         f"(fleet median +{fleet_replay_median:,.0f})")
-    conf = 0.9 if (aer_bad and rep_bad) else 0.75
+    conf_of = policy("pcie_riser").confidence
+    conf = conf_of.strong if (aer_bad and rep_bad) else conf_of.weak
     if "uncorrected" in deltas and deltas["uncorrected"].total > 0:
-        conf = min(conf + 0.05, 0.95)
+        conf = min(conf + UNCORRECTED_AER_BONUS, conf_of.cap)
     crossed = [t for t in (_crossing(list(deltas.values()), max(config.aer_min_count, aer_ref)) if aer_bad else None,
                            _crossing([replay] if replay else [], max(config.replay_min_increase, rep_ref))
                            if rep_bad else None) if t is not None]
@@ -254,7 +258,8 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
         if np.isfinite(late).any() and np.isfinite(late_peer).any():
             evidence.append(f"{g.gpu_id} SM clock {np.nanmedian(late):.0f} MHz "
                             f"(node peers {np.nanmedian(late_peer):.0f} MHz)")
-    conf = 0.85 if len(onsets) > 1 else 0.7
+    conf_of = policy("gpu_thermal").confidence
+    conf = conf_of.strong if len(onsets) > 1 else conf_of.weak
     return Detection("gpu_thermal", min(onsets), conf, tuple(evidence), detected_s=min(met))
 
 
@@ -287,13 +292,15 @@ def detect_memory(g: GpuData, sbe_per_day: float, recommendation: str, forecast_
             deg_ev.append((e.ts, f"{g.gpu_id} Xid {e.code} ({hw.xid_meaning(e.code or 0)})"))
     if fail_ev:
         ev = sorted(fail_ev) + sorted(deg_ev)
-        return Detection("gpu_memory_failure", ev[0][0], 0.9, tuple(s for _, s in ev))
+        return Detection("gpu_memory_failure", ev[0][0], policy("gpu_memory_failure").confidence.strong,
+                         tuple(s for _, s in ev))
     if deg_ev or recommendation == "retire":
         ev = sorted(deg_ev)
         if recommendation == "retire" and forecast_note:
             ev.append((ev[0][0] if ev else float("inf"), forecast_note))
         onset = ev[0][0] if np.isfinite(ev[0][0]) else first_ts(g)
-        conf = 0.8 if len(ev) > 1 or recommendation == "retire" else 0.6
+        conf_of = policy("gpu_memory_degradation").confidence
+        conf = conf_of.strong if len(ev) > 1 or recommendation == "retire" else conf_of.weak
         return Detection("gpu_memory_degradation", onset, conf, tuple(s for _, s in ev))
     return None
 
@@ -323,7 +330,8 @@ def detect_lost(g: GpuData, peers: Sequence[GpuData], window_end_s: float,
                         f"{(window_end_s - last) / 60:.1f} min before the window end; node peers continue")
     if not onsets:
         return None
-    return Detection("gpu_lost", min(onsets), 0.95 if xids else 0.7, tuple(evidence))
+    conf_of = policy("gpu_lost").confidence
+    return Detection("gpu_lost", min(onsets), conf_of.strong if xids else conf_of.weak, tuple(evidence))
 
 
 def detect_nvlink(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> Detection | None:
@@ -358,7 +366,9 @@ def detect_nvlink(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) ->
                             f"{np.nanmedian(peer[flag]) / 1e9:.1f} GB/s)")
     if not onsets:
         return None
-    return Detection("nvlink_degradation", min(onsets), 0.9 if len(evidence) > 1 else 0.75, tuple(evidence))
+    conf_of = policy("nvlink_degradation").confidence
+    return Detection("nvlink_degradation", min(onsets), conf_of.strong if len(evidence) > 1 else conf_of.weak,
+                     tuple(evidence))
 
 
 def fleet_median(values: Mapping[str, float]) -> float:

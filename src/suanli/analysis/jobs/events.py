@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from suanli.analysis.categories import policy
 from suanli.analysis.findings import Finding, Symptom
 from suanli.ingest.records import Event
 from suanli.inventory import Inventory
@@ -25,9 +26,9 @@ class JobEventsConfig:
     """NCCL watchdog timeouts on one job needed for a ``collective_hang`` finding."""
     min_ooms: int = 1
     """CUDA out-of-memory records on one job needed for an ``oom`` finding."""
-    hang_confidence: float = 0.8
+    hang_confidence: float = policy("collective_hang").confidence.strong
     """Confidence of a hang with no hardware evidence (the incident layer may fold it)."""
-    oom_confidence: float = 0.9
+    oom_confidence: float = policy("oom").confidence.strong
     """Confidence of an out-of-memory finding."""
     stall_steps: float = 3.0
     """A job whose next step has not finished this many median step times after its last one
