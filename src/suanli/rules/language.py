@@ -15,7 +15,7 @@ import yaml
 
 from suanli.errors import InputError
 from suanli.rules.conditions import Condition, parse_condition, parse_duration
-from suanli.rules.inhibit import InhibitRule, parse_matcher
+from suanli.rules.matchers import InhibitRule, parse_matcher
 from suanli.rules.names import SCOPES
 
 __all__ = ["ACTIONS", "ActionSpec", "ActionsConfig", "ExecutorSpec", "Rule", "RuleSet", "load_rules",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from suanli.rules import Alert, InhibitRule, apply_inhibitions, parse_matcher
+from suanli.incidents.inhibit import apply_inhibitions
+from suanli.rules import Alert, InhibitRule, parse_matcher
 
 
 def _a(name: str, entity: str, state: str = "firing", **labels: str) -> Alert:
@@ -75,7 +76,7 @@ def test_topology_upstream() -> None:
     elsewhere = Alert(name="retx", rule="retx", scope="nic", entity_kind="nic", entity_id="n2/mlx5_0",
                       labels={"alertname": "retx"}, state="firing", active_at=0.0)
     rule = _rule(['alertname="crc"'], ['alertname="retx"'], topology="upstream")
-    res = apply_inhibitions([crc, behind, elsewhere], [rule], dependents=lambda e: deps.get(e, set()))
+    res = apply_inhibitions([crc, behind, elsewhere], [rule], downstream=lambda src, tgt: tgt in deps.get(src, set()))
     assert res.muted == {behind.key: [crc.key]}
     assert [a.key for a in res.kept] == [crc.key, elsewhere.key]
     assert apply_inhibitions([crc, behind], [rule]).muted == {}    # no graph given: the rule mutes nothing
