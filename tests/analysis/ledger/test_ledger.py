@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from suanli.analysis.ledger import LedgerConfig, LedgerResult, analyze
+from suanli.analysis.window import Window
 from suanli.ingest.records import Span
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
@@ -50,7 +51,7 @@ def _store() -> DuckStore:
     return store
 
 
-def _tiny_ledger() -> LedgerResult:
+def _tiny_store() -> DuckStore:
     # 2 ranks, 10 steps of 10 s back to back (wall 100 s): forward 0..3, backward 3..8,
     # allreduce 6..9 (2 s hidden, 1 s exposed), optimizer 9..10. Each rank's step declares
     # train.model_flops = 0.5 x 989e12 x 10 s = 4.945e15 -> MFU exactly 0.5.
@@ -64,7 +65,26 @@ def _tiny_ledger() -> LedgerResult:
     store = _store()
     store.add_spans(spans)
     store.flush()
-    return analyze(store, parse_inventory(INVENTORY), config=LedgerConfig())
+    return store
+
+
+def _tiny_ledger() -> LedgerResult:
+    return analyze(_tiny_store(), parse_inventory(INVENTORY), config=LedgerConfig())
+
+
+def test_the_ledger_reads_only_its_window() -> None:
+    store, inv = _tiny_store(), parse_inventory(INVENTORY)
+    # the data's extent is the same as no window: 10 steps, 100 s of 2 GPUs at $2/h
+    (whole,) = analyze(store, inv, Window(T0, T0 + 100)).jobs
+    assert len(whole.split.steps.step) == 10 and whole.cost == pytest.approx(2 * 100 / 3600 * 2.0)
+    # [0, 45] s: steps 0..4 overlap it (step 4 runs 40..50), so the wall is 0..50 s; of step 4's
+    # phases only forward (40..43) and backward (43..48) start in it: 8 s of compute, so goodput is
+    # (4 x 9 s + 8 s) / 50 s = 0.88; each step still declares half the peak: MFU 0.5
+    (part,) = analyze(store, inv, Window(T0, T0 + 45)).jobs
+    assert len(part.split.steps.step) == 5
+    assert part.cost == pytest.approx(2 * 50 / 3600 * 2.0)
+    assert part.mfu == pytest.approx(0.5) and part.goodput == pytest.approx(0.88)
+    assert analyze(store, inv, Window(T0 + 200, T0 + 300)).jobs == []     # no span in it
 
 
 def test_tiny_job_mfu_split_cost() -> None:
