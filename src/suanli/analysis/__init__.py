@@ -1,7 +1,9 @@
-"""suanli.analysis: pure analyses over the store's frames, each with one config of documented
-defaults and an ``analyze(store, inventory, config)`` adapter returning findings and its own
-outputs (ledger: MFU, goodput, cost; health: scores and forecasts; fabric: latency, counters,
-stragglers, storage; job_events: out-of-memory and hangs)."""
+"""suanli.analysis: analyses over the store's frames, one subpackage each (ledger: MFU, goodput,
+cost; health: scores and forecasts; fabric: latency, counters, stragglers, storage; jobs:
+out-of-memory and hangs). Each is ``analyze(store, inventory, window, config) -> Result``
+(findings for the incident layer, ``values()`` per entity for the rules), with one config of
+documented defaults, and reads no file. The category table (``categories``) is the policy every
+layer shares."""
 
 from suanli.analysis import fabric, health, jobs, ledger
 from suanli.analysis.changepoint import ChangeConfig, ChangePoint, sudden_increase
