@@ -2,11 +2,12 @@
 the Store protocol.
 
 ``analyze(store, inventory, window, config)`` gathers each GPU's DCGM series, PCIe AER counters
-and Xid / AER log events in the window (:mod:`.inputs`), runs the per-GPU detectors
-(:mod:`.detect`), fits the SBE intensity model (:mod:`.degradation`), scores health
-(:mod:`.score`) and applies operator overrides (:mod:`.overrides`); weights and overrides come
-in the config (the caller loads their files: an analysis reads no file). One finding per GPU and fault; where a GPU shows several, PCIe AER / replay
-evidence wins over heat (a bad riser makes a GPU hot), memory failure over degradation.
+and Xid / AER log events in the window (:mod:`.inputs`), fits the SBE intensity model, scores
+health and applies operator overrides (:mod:`.forecast`), and runs the per-GPU detectors
+(:mod:`.detect`). Weights and overrides come in the config (the caller loads their files: an
+analysis reads no file). One finding per GPU and fault; where a GPU shows several, the category
+table's order names it: PCIe AER / replay evidence wins over heat (a bad riser makes a GPU hot),
+memory failure over degradation.
 """
 
 from __future__ import annotations
@@ -16,30 +17,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from suanli.analysis.categories import priority
 from suanli.analysis.findings import Finding
 from suanli.analysis.health import detect as hd
 from suanli.analysis.health import events as hw
-from suanli.analysis.health.degradation import (
-    DegradationConfig,
-    NhppFit,
-    bin_event_times,
-    fit_nhpp,
-    recommend,
-)
+from suanli.analysis.health.degradation import DegradationConfig
+from suanli.analysis.health.forecast import GpuHealth, fit_forecast, gpu_health
 from suanli.analysis.health.inputs import GAUGES, InventoryLike, collect
 from suanli.analysis.health.overrides import Override, latest_overrides
-from suanli.analysis.health.score import HealthWeights, ScoreConfig, health_score, score_terms
+from suanli.analysis.health.score import HealthWeights, ScoreConfig
 from suanli.analysis.result import EntityValues
 from suanli.analysis.window import Window, resolve_window
 from suanli.store.api import Store
 
 __all__ = ["HealthConfig", "HealthResult", "analyze"]
-
-_DAY_S = 86400.0
-
 
 @dataclass(frozen=True)
 class HealthConfig:
@@ -57,18 +48,6 @@ class HealthConfig:
     overrides: tuple[Override, ...] = ()
     """Operator overrides (the pipeline reads them from the audit file,
     :func:`suanli.analysis.health.overrides.load_overrides`); the newest per GPU is in force."""
-
-
-@dataclass
-class GpuHealth:
-    gpu_id: str
-    health_score: float
-    sbe_per_day: float
-    sbe_per_day_interval: tuple[float, float]
-    p_dbe: float
-    p_dbe_interval: tuple[float, float]
-    recommendation: str
-    override: Override | None = None
 
 
 @dataclass
@@ -104,79 +83,6 @@ class HealthResult:
                 d["override"] = h.override.to_json()
             out.append(d)
         return out
-
-
-def _fit_forecast(data: Mapping[str, hd.GpuData], start: float, end: float,
-                  config: DegradationConfig) -> tuple[list[str], NhppFit | None]:
-    ids = [g for g, d in data.items() if hw.SBE in d.series]
-    if not ids:
-        return [], None
-    times = [(hw.event_times_from_counter(*data[g].series[hw.SBE]) - start) / _DAY_S for g in ids]
-    obs = np.full(len(ids), max(end - start, 1.0) / _DAY_S)
-    counts, edges, cover = bin_event_times(times, obs, config)
-    return ids, fit_nhpp(counts, edges, cover, config, obs_days=obs)
-
-
-def _new_evidence_after(d: hd.GpuData, ts: float) -> bool:
-    for metric in (hw.SBE, hw.DBE, hw.REMAP_CORR, hw.REMAP_UNCORR, hw.REMAP_FAIL):
-        if metric in d.series:
-            cd = hw.counter_delta(*d.series[metric])
-            if (cd.increments[cd.ts > ts] > 0).any():
-                return True
-    return any(e.ts > ts and e.kind == "xid" and hw.xid_category(e.code or 0) for e in d.events)
-
-
-def _level(d: hd.GpuData, metric: str) -> float:
-    if metric not in d.series:
-        return 0.0
-    v = d.series[metric][1]
-    return float(v[np.isfinite(v)][-1]) if np.isfinite(v).any() else 0.0
-
-
-def _hw_error_count(d: hd.GpuData) -> float:
-    """Hardware Xid events (codes with a hardware category) plus DBEs in the window."""
-    n = sum(e.count for e in d.events if e.kind == "xid" and hw.xid_category(e.code or 0))
-    return n + (hw.counter_delta(*d.series[hw.DBE]).total if hw.DBE in d.series else 0.0)
-
-
-def _failed_memory(d: hd.GpuData, rec: str) -> str:
-    """A GPU whose row remapping failed is out of spare rows: retire; one with a DBE or an
-    uncorrectable remap in the window: at least watch."""
-    def grew(metric: str) -> bool:
-        return metric in d.series and hw.counter_delta(*d.series[metric]).total > 0
-
-    if grew(hw.REMAP_FAIL):
-        return "retire"
-    if rec == "ok" and (grew(hw.DBE) or grew(hw.REMAP_UNCORR)):
-        return "watch"
-    return rec
-
-
-def _scores(data: Mapping[str, hd.GpuData], ids: list[str], fit: NhppFit | None, config: HealthConfig,
-            overrides: Mapping[str, Override]) -> dict[str, GpuHealth]:
-    dc = config.degradation
-    if fit is None:
-        return {}
-    rate, rate_lo, rate_hi = fit.intensity_now()
-    p, p_lo, p_hi = fit.p_dbe(dc.horizon_days, dc.dbe_per_sbe)
-    xid_counts = np.array([_hw_error_count(data[g]) for g in ids])
-    corr = np.array([_level(data[g], hw.REMAP_CORR) for g in ids])
-    unc = np.array([_level(data[g], hw.REMAP_UNCORR) + _level(data[g], hw.REMAP_FAIL) for g in ids])
-    terms = score_terms(rate, corr, unc, xid_counts, config.score)
-    scores = health_score(terms, config.weights)
-    out = {}
-    for i, g in enumerate(ids):
-        rec = recommend(float(rate[i]), float(p[i]), dc)
-        ov = overrides.get(g)
-        if ov is not None and ov.state == "retired":
-            rec = "retire"
-        elif ov is not None and ov.state == "healthy" and not _new_evidence_after(data[g], ov.ts):
-            rec = "ok"
-        else:
-            rec = _failed_memory(data[g], rec)
-        out[g] = GpuHealth(g, float(scores[i]), float(rate[i]), (float(rate_lo[i]), float(rate_hi[i])),
-                           float(p[i]), (float(p_lo[i]), float(p_hi[i])), rec, ov)
-    return out
 
 
 def _detect_all(data: Mapping[str, hd.GpuData], health: Mapping[str, GpuHealth], end: float,
@@ -225,8 +131,9 @@ def analyze(store: Store, inventory: InventoryLike, window: Window | None = None
     if win is None:
         return HealthResult([], {}, config.degradation.horizon_days)
     data = collect(store, inventory, win)
-    ids, fit = _fit_forecast(data, win.start, win.end, config.degradation)
-    health = _scores(data, ids, fit, config, latest_overrides(list(config.overrides)))
+    ids, fit = fit_forecast(data, win.start, win.end, config.degradation)
+    health = gpu_health(data, ids, fit, config.degradation, config.score, config.weights,
+                        latest_overrides(list(config.overrides)))
     findings: list[Finding] = []
     for det, gid in _detect_all(data, health, win.end, config):
         findings.append(Finding(det.category, "gpu", gid, det.onset_s, det.end_s, det.confidence,
