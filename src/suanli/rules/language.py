@@ -22,7 +22,7 @@ from suanli.rules.action_config import (
     parse_executors_section,
 )
 from suanli.rules.conditions import Condition, parse_condition, parse_duration
-from suanli.rules.inhibit import InhibitRule, parse_matcher
+from suanli.rules.matchers import InhibitRule, parse_matcher
 from suanli.rules.names import SCOPES
 
 __all__ = ["ACTIONS", "ActionSpec", "ActionsConfig", "ExecutorSpec", "Rule", "RuleSet", "load_rules",
