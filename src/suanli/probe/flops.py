@@ -1,11 +1,11 @@
-"""Model FLOPs per token for the probe, by the ledger's own formula (suanli.analysis.flops)."""
+"""Model FLOPs per token for the probe, by the ledger's own formula (suanli.analysis.ledger.flops)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from suanli.analysis.flops import FlopsFormula
+    from suanli.analysis.ledger.flops import FlopsFormula
 
 __all__ = ["flops_per_token_of_shape"]
 
@@ -15,7 +15,7 @@ def flops_per_token_of_shape(params: float, layers: int | None = None, hidden: i
                              formula: FlopsFormula = "palm") -> float | None:
     """``6N + 12·L·hidden·T`` (PaLM) with the full shape, ``6N`` with only the parameter count;
     ``megatron`` needs layers, hidden, seq_len and vocab. The same function the ledger uses."""
-    from suanli.analysis.flops import flops_per_token
+    from suanli.analysis.ledger.flops import flops_per_token
     from suanli.inventory.model import ModelShape
 
     shape = ModelShape(params=params, layers=layers, hidden=hidden, seq_len=seq_len, vocab=vocab)

@@ -1,4 +1,4 @@
-"""Model FLOPs per token from a torch module (the ledger's formula, suanli.analysis.flops)."""
+"""Model FLOPs per token from a torch module (the ledger's formula, suanli.analysis.ledger.flops)."""
 
 from __future__ import annotations
 
