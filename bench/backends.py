@@ -26,8 +26,9 @@ from tests.backends.servers import (  # noqa: E402
     vm_import,
 )
 
-from suanli.incidents.diagnose import diagnose  # noqa: E402
 from suanli.inventory import load_inventory  # noqa: E402
+from suanli.pipeline import diagnose  # noqa: E402
+from suanli.report import diagnosis_json  # noqa: E402
 from suanli.sim import simulate  # noqa: E402
 from suanli.store.duck import DuckStore  # noqa: E402
 from suanli.store.loader import load_paths  # noqa: E402
@@ -44,7 +45,7 @@ def _secondary(folder: Path) -> DuckStore:
 
 
 def _summary(diag: Any) -> tuple[list[tuple[str, str]], dict[str, float]]:
-    jobs = {j["id"]: j for j in diag.efficiency["jobs"]}
+    jobs = {j["id"]: j for j in diagnosis_json(diag)["efficiency"]["jobs"]}
     ledger = {f"{jid} {k}": float(j[k]) for jid, j in jobs.items() for k in ("mfu", "goodput")}
     return [(i.category, i.root_id) for i in diag.incidents], ledger
 
@@ -108,7 +109,7 @@ def report(rows: list[dict[str, Any]], nodes: int, minutes: float) -> str:
              f"Machine: 2 cores, servers on loopback. Data: `suanli simulate --scenario switch_port_errors "
              f"--nodes {nodes} --minutes {minutes:g}` (seed 7), {rows[0]['samples']:,} samples in DuckDB. "
              "Load = DuckDB's loader / promtool backfill + start / VictoriaMetrics import; diagnose = "
-             "`incidents.diagnose.diagnose` on the whole window (traces and logs from an in-memory DuckDB for the "
+             "`pipeline.diagnose` on the whole window (traces and logs from an in-memory DuckDB for the "
              "TSDB runs). Bytes: request + response on the wire (the TSDBs gzip), and the JSON decoded. Raw samples: "
              "pulled by PromStore (each metric once, cached; metrics no analysis reads are not pulled).", "",
              "| backend | load | diagnose | queries | bytes on the wire | JSON decoded | raw samples pulled | same incidents | ledger max diff |",
