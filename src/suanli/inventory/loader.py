@@ -19,6 +19,7 @@ from suanli.inventory._jobs import parse_jobs
 from suanli.inventory.catalog import Inventory
 from suanli.inventory.gpus import PRECISION_KEYS, merge_spec
 from suanli.inventory.model import Gpu, GpuModelSpec, Link, Nic, Node, Rack, Storage, Switch, gpu_id, nic_id
+from suanli.inventory.normalize import mac_key
 
 __all__ = ["load_inventory", "parse_inventory"]
 
@@ -188,7 +189,7 @@ def _node(rd: Reader, raw: Any, path: KeyPath, rack: str, switches: dict[str, Sw
         names.add(name)
         mac = rd.text_of(nobj, "mac", npath)
         if mac is not None:
-            _unique(rd, seen["mac"], _mac_key(mac), (*npath, "mac"), "mac")
+            _unique(rd, seen["mac"], mac_key(mac) or mac.strip().lower(), (*npath, "mac"), "mac")
         port = rd.text_of(nobj, "switch_port", npath)
         if port is not None:
             _port_ref(rd, port, (*npath, "switch_port"), switches)
@@ -244,6 +245,3 @@ def _unique(rd: Reader, seen: set[str], value: str, path: KeyPath, what: str) ->
         rd.fail(path, f"duplicate {what} {value!r}")
     seen.add(value)
 
-
-def _mac_key(mac: str) -> str:
-    return "".join(ch for ch in mac.lower() if ch in "0123456789abcdef")
