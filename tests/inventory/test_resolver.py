@@ -230,23 +230,24 @@ def test_jobs_on_node_and_nic_by_pci_bus_id() -> None:
     assert r.nic(host="node-001", pci_bus_id="0000:3c:00.0") is None
 
 
-def test_gpu_on_bus_ignores_domain_and_function(res: Resolver) -> None:
-    # gsrh100-074 gpu0 sits at 00000000:1A:00.0 (the mini inventory); a strict lookup misses these
+def test_gpu_in_any_domain(res: Resolver) -> None:
+    # gsrh100-074 gpu0 sits at 00000000:1A:00.0 (the mini inventory); the strict lookup misses another domain
     assert res.gpu(host="gsrh100-074", pci_bus_id="0001:1a:00.0") is None
-    assert res.gpu_on_bus("gsrh100-074", "0001:1a:00.0") == "gsrh100-074/gpu0"
-    assert res.gpu_on_bus("gsrh100-074", "0000:1a:00.1") == "gsrh100-074/gpu0"
-    assert res.gpu_on_bus("gsrh100-074", "0000:1b:00.0") is None             # another bus
-    assert res.gpu_on_bus("r6i3n0", "0000:1a:00.0") is None                   # that node's GPUs have no bus id
-    assert res.gpu_on_bus(None, "0000:1a:00.0") is None and res.gpu_on_bus("gsrh100-074", "x") is None
+    assert res.gpu_in_any_domain("gsrh100-074", "0001:1a:00.0") == "gsrh100-074/gpu0"
+    assert res.gpu_in_any_domain("gsrh100-074", "0001:1a:00") == "gsrh100-074/gpu0"     # Xid form, no function
+    assert res.gpu_in_any_domain("gsrh100-074", "0000:1a:00.1") is None    # another function: the audio device
+    assert res.gpu_in_any_domain("gsrh100-074", "0000:1b:00.0") is None    # another bus
+    assert res.gpu_in_any_domain("r6i3n0", "0000:1a:00.0") is None         # that node's GPUs have no bus id
+    assert res.gpu_in_any_domain(None, "0000:1a:00.0") is None and res.gpu_in_any_domain("gsrh100-074", "x") is None
 
 
-def test_gpu_on_bus_needs_one_gpu_there() -> None:
+def test_gpu_in_any_domain_needs_one_gpu_there() -> None:
     text = ("cluster: c\nracks:\n  - id: r\n    nodes:\n      - id: n1\n        gpus:\n"
             "          - {index: 0, uuid: GPU-a, pci_bus_id: '0000:18:00.0'}\n"
             "          - {index: 1, uuid: GPU-b, pci_bus_id: '0001:18:00.0'}\n")
     r = parse_inventory(text).resolver
     assert r.gpu(host="n1", pci_bus_id="0001:18:00.0") == "n1/gpu1"          # exact still answers
-    assert r.gpu_on_bus("n1", "0002:18:00.0") is None                         # two GPUs at bus 18 dev 0
+    assert r.gpu_in_any_domain("n1", "0002:18:00.0") is None                 # two GPUs at 18:00.0
 
 
 def test_gpu_any_takes_a_canonical_id_written_with_a_host_alias(res: Resolver) -> None:

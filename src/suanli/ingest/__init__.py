@@ -13,19 +13,15 @@ from suanli.ingest.openmetrics import (
     read_openmetrics,
 )
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
-from suanli.ingest.resolve import DCGM_BLANK, DcgmBlank, InventoryLookups, dcgm_blank_to_nan, series_key
+from suanli.ingest.resolve import series_key
 
 __all__ = [
-    "DCGM_BLANK",
-    "DcgmBlank",
     "Event",
     "IngestReport",
-    "InventoryLookups",
     "OpenMetricsConfig",
     "OpenMetricsParser",
     "SeriesKey",
     "Span",
-    "dcgm_blank_to_nan",
     "parse_labels",
     "parse_openmetrics",
     "read_openmetrics",

@@ -207,7 +207,7 @@ def _nccl(text: str) -> Classified | None:
             k, v = f.group("k"), f.group("v")
             key = {"SeqNum": "seq_num", "OpType": "op_type", "NumelIn": "numel_in", "NumelOut": "numel_out",
                    "Timeout(ms)": "timeout_ms"}[k]
-            attrs[key] = v if key == "op_type" else int(v) if v.isdigit() else v
+            attrs[key] = v if key == "op_type" else int(v) if v.isdecimal() else v
         ran = _RAN_FOR.search(m.group("work"))
         if ran:
             attrs["ran_for_ms"] = int(ran.group("ran"))

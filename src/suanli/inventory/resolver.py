@@ -64,7 +64,7 @@ class Resolver:
         self._gpu_index = {(g.node, g.index): g.id for g in inv.gpus.values()}
         self._gpu_pci: dict[tuple[str, int, int, int, int | None], str] = {}
         self._gpu_pci_nodom: dict[tuple[str, int, int, int | None], str] = {}
-        self._gpu_bus: dict[tuple[str, int, int], set[str]] = {}
+        self._gpu_any_domain: dict[tuple[str, int, int, int | None], set[str]] = {}
         for g in inv.gpus.values():
             key = pci_key(g.pci_bus_id) if g.pci_bus_id else None
             if key is None:
@@ -73,7 +73,7 @@ class Resolver:
             for f in {fn, None}:
                 self._gpu_pci.setdefault((g.node, dom, bus, dev, f), g.id)
                 self._gpu_pci_nodom.setdefault((g.node, bus, dev, f), g.id)
-            self._gpu_bus.setdefault((g.node, bus, dev), set()).add(g.id)
+                self._gpu_any_domain.setdefault((g.node, bus, dev, f), set()).add(g.id)
         self._nic_name = {(c.node, c.name.lower()): c.id for c in inv.nics.values()}
         self._nic_mac = {k: c.id for c in inv.nics.values() if c.mac and (k := mac_key(c.mac))}
         self._nic_pci: dict[tuple[str, int, int, int], str] = {}
@@ -135,16 +135,15 @@ class Resolver:
         return gid
 
     @_memo
-    def gpu_on_bus(self, host: str | None, pci_bus_id: str | None) -> str | None:
-        """The host's one GPU at the bus and device of ``pci_bus_id``, whatever domain and function
-        the address names (a function other than the GPU's, a domain the file writes otherwise):
-        the fallback for a device a log line or a label names loosely. None when no GPU, or more
-        than one, sits there."""
+    def gpu_in_any_domain(self, host: str | None, pci_bus_id: str | None) -> str | None:
+        """The host's one GPU at the bus, device (and function, where given) of ``pci_bus_id`` in
+        whatever PCI domain: the fallback for an address written with another domain than the
+        file's (``0001:3b:00.0`` for ``0000:3b:00.0``). None when no GPU, or more than one, is there."""
         node = self.node(host) if host else None
         key = pci_key(pci_bus_id) if pci_bus_id else None
         if node is None or key is None:
             return None
-        found = self._gpu_bus.get((node, key[1], key[2]), set())
+        found = self._gpu_any_domain.get((node, key[1], key[2], key[3]), set())
         return next(iter(found)) if len(found) == 1 else None
 
     @_memo
@@ -162,7 +161,7 @@ class Resolver:
             return self.gpu(host=self.node(m.group("node")), index=int(m.group("index")))
         if host is None:
             return None
-        if s.isdigit():
+        if s.isdecimal():
             return self.gpu(host=host, index=int(s))
         return self.gpu(host=host, pci_bus_id=s)
 
@@ -219,14 +218,14 @@ class Resolver:
             return None
         low = text.lower()
         num = low[1:] if low.startswith("p") else low
-        candidates = [f"{sid}/{text}", f"{sid}/p{num}", f"{sid}/{num}"] if num.isdigit() else [f"{sid}/{text}"]
-        if num.isdigit() and num != str(int(num)):
+        candidates = [f"{sid}/{text}", f"{sid}/p{num}", f"{sid}/{num}"] if num.isdecimal() else [f"{sid}/{text}"]
+        if num.isdecimal() and num != str(int(num)):
             candidates += [f"{sid}/p{int(num)}", f"{sid}/{int(num)}"]
         for cand in candidates:
             pid = self._ports.get(cand.lower())
             if pid is not None:
                 return pid
-        return f"{sid}/p{int(num)}" if num.isdigit() else f"{sid}/{text}"
+        return f"{sid}/p{int(num)}" if num.isdecimal() else f"{sid}/{text}"
 
     def jobs_on_node(self, host: str | None) -> list[str]:
         """Jobs with a rank on a GPU of this node (sorted); [] for an unknown host."""

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from suanli.errors import InputError
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
-from suanli.ingest.resolve import ResolverLike
+from suanli.inventory import Resolver
 from suanli.store import _schema as sc
 from suanli.store._reads import DuckReads
 from suanli.store.api import F64
@@ -297,7 +297,7 @@ class DuckStore(DuckReads):
         rows = self.con.execute("SELECT source, report FROM reports ORDER BY seq").fetchall()
         return [(str(src), sc.report_from_json(str(rep))) for src, rep in rows]
 
-    def load_openmetrics(self, path: Path, resolver: ResolverLike | None, report: IngestReport,
+    def load_openmetrics(self, path: Path, resolver: Resolver | None, report: IngestReport,
                          *, arrival_ts: float | None = None) -> None:
         """Bulk-load a metrics file (``suanli.store.duck_om``); the loader calls this when present."""
         from suanli.store.duck_om import load_openmetrics

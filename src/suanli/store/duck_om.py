@@ -41,7 +41,8 @@ from suanli.ingest.openmetrics import (
     read_openmetrics,
 )
 from suanli.ingest.records import IngestReport, SeriesKey
-from suanli.ingest.resolve import DCGM_BLANK, ResolverLike
+from suanli.inventory import Resolver
+from suanli.metric_catalog import DCGM_BLANK
 from suanli.store.api import add_batches
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def _pass_a(con: duckdb.DuckDBPyConnection, path: Path) -> list[tuple[Any, ...]]
       FROM ({light}) GROUP BY ALL""").fetchall()
 
 
-def load_openmetrics(store: DuckStore, path: Path, resolver: ResolverLike | None, report: IngestReport,
+def load_openmetrics(store: DuckStore, path: Path, resolver: Resolver | None, report: IngestReport,
                      *, arrival_ts: float | None = None, config: OpenMetricsConfig | None = None) -> None:
     """Load one metrics file into ``store`` (bulk when the file is clean, else streaming)."""
     cfg = config or OpenMetricsConfig()
@@ -141,7 +142,7 @@ def load_openmetrics(store: DuckStore, path: Path, resolver: ResolverLike | None
 Plan = tuple[dict[int, tuple[SeriesKey, int]], bool]   # series by hash, whether # EOF was seen
 
 
-def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: ResolverLike | None,
+def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: Resolver | None,
           stamp: float, cfg: OpenMetricsConfig) -> Plan | None:
     """Series keys by hash, or None when the file needs the streaming parser."""
     scratch = IngestReport()
@@ -228,7 +229,7 @@ def _insert(store: DuckStore, keys: dict[int, tuple[SeriesKey, int]], rows_sql: 
     return True
 
 
-def _stream(store: DuckStore, path: Path, resolver: ResolverLike | None, report: IngestReport,
+def _stream(store: DuckStore, path: Path, resolver: Resolver | None, report: IngestReport,
             fmt: Literal["openmetrics", "prometheus"], stamp: float, cfg: OpenMetricsConfig) -> None:
     add_batches(store, read_openmetrics(path, resolver, report, fmt=fmt, arrival_ts=stamp, config=cfg), report)
     store.flush()

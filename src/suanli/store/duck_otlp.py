@@ -33,8 +33,8 @@ import duckdb
 import pyarrow as pa
 
 from suanli.ingest import otlp as _otlp
-from suanli.ingest.log_entities import CachedResolver, Resolver
 from suanli.ingest.records import IngestReport
+from suanli.inventory import Resolver
 from suanli.store import _schema as sc
 
 if TYPE_CHECKING:
@@ -133,32 +133,12 @@ def _check_spans(con: duckdb.DuckDBPyConnection) -> int:
     return int(n)
 
 
-def _ident(ids: CachedResolver, attrs: dict[str, Any]) -> tuple[Any, ...]:
-    """(job, rank, step, gpu, node, unresolved) of merged attributes, as ``OtlpParser._ident``."""
-    bad = False
-    job_raw, host, gpu_raw = attrs.get("job.id"), attrs.get("host.name"), attrs.get("resource.gpu.id")
-    job = node = gpu = None
-    if isinstance(job_raw, str) and job_raw:
-        job = ids.job(job_raw)
-        bad |= job is None
-    if isinstance(host, str) and host:
-        node = ids.node(host)
-        bad |= node is None
-    if isinstance(gpu_raw, str) and gpu_raw:
-        gpu = ids.gpu(gpu_raw, node or host)
-        bad |= gpu is None
-    if node is None and gpu is not None and "/" in gpu:
-        node = gpu.split("/", 1)[0]
-    return (job, _otlp._to_int(attrs.get("framework.pytorch.rank")), _otlp._to_int(attrs.get("train.step")),
-            gpu, node, bad)
-
-
 def _decode(text: str | None) -> dict[str, Any]:
     """Normalised attributes of one OTLP/JSON attribute list, exactly as the Python path."""
     if text is None:
         return {}
     raw = json.loads(text)
-    return _otlp._normalise(_otlp._json_attrs(raw)) if raw else {}
+    return _otlp.normalise_attrs(_otlp._json_attrs(raw)) if raw else {}
 
 
 def _body(encode: Any, attrs: dict[str, Any]) -> str:
@@ -170,7 +150,7 @@ class _Maps:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, resolver: Resolver | None) -> None:
         self.con = con
-        self.ids = CachedResolver(resolver)
+        self.resolver = resolver
         self.encode = sc.attrs_encoder()
         self.res: dict[int, dict[str, Any]] = {}
         self.res_ident: dict[int, tuple[Any, ...]] = {}
@@ -183,7 +163,7 @@ class _Maps:
             raise _Fallback("a resource hash collision")
         for rh, _, text in rows:
             attrs = self.res[int(rh)] = _decode(text)
-            self.res_ident[int(rh)] = _ident(self.ids, attrs)
+            self.res_ident[int(rh)] = _otlp.span_ident(self.resolver, attrs)
 
     def span_attrs(self) -> None:
         """Per distinct span attribute list: its key set, body text and step; per (resource, key
@@ -199,8 +179,8 @@ class _Maps:
         for sh, _, text in rows:
             own = _decode(text)
             kset = ksets.setdefault(frozenset(own), len(ksets))
-            step = _otlp._to_int(own.get("train.step"))
-            has_ident = any(k in own for k in _otlp._IDENTITY_KEYS)
+            step = _otlp.to_int(own.get("train.step"))
+            has_ident = any(k in own for k in _otlp.IDENTITY_KEYS)
             own_id = any(k in own for k in _ID_KEYS)
             if own_id:
                 own_id_texts[int(sh)] = own
@@ -233,7 +213,7 @@ class _Maps:
             self.con.unregister("_otlp_ownid")
             self.pairs = len(pairs)
             for rh, sh in pairs:
-                job, rank, _, gpu, node, bad = _ident(self.ids, {**self.res[int(rh)], **own_id_texts[int(sh)]})
+                job, rank, _, gpu, node, bad = _otlp.span_ident(self.resolver, {**self.res[int(rh)], **own_id_texts[int(sh)]})
                 for k, v in zip(cols, (int(rh), int(sh), job, rank, gpu, node, bad), strict=True):
                     cols[k].append(v)
         self._register("_otlp_pair", cols, {"rh": pa.uint64(), "sh": pa.uint64(), "rank": pa.int64()})

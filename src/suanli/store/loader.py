@@ -31,7 +31,7 @@ from typing import Any
 from suanli.errors import InputError
 from suanli.ingest.openmetrics import read_openmetrics
 from suanli.ingest.records import IngestReport
-from suanli.ingest.resolve import InventoryLookups, ResolverLike
+from suanli.inventory import Resolver
 from suanli.store.api import Store, add_batches
 
 __all__ = ["LoadPlan", "fingerprint", "load_paths", "missing_inputs", "plan_paths"]
@@ -154,7 +154,6 @@ def load_paths(paths: Sequence[Path], store: Store, *, progress: Progress | None
     """Load files into ``store`` and return the summed report (each file's is also ``add_report``-ed)."""
     plan = plan_paths(paths)
     inventory = _inventory(plan, store)
-    lookups: ResolverLike | None = InventoryLookups(inventory) if inventory is not None else None
     resolver = inventory.resolver if inventory is not None else None
     total = IngestReport()
     files = plan.files()
@@ -162,7 +161,7 @@ def load_paths(paths: Sequence[Path], store: Store, *, progress: Progress | None
         if progress is not None:
             progress(f"{kind} {path.name}", i, len(files))
         report = IngestReport()
-        _load_file(kind, path, store, (lookups, resolver), report)
+        _load_file(kind, path, store, resolver, report)
         store.add_report(str(path), report)
         total.merge(report)
     for path in plan.unknown:
@@ -173,7 +172,7 @@ def load_paths(paths: Sequence[Path], store: Store, *, progress: Progress | None
     return total
 
 
-def _load_file(kind: str, path: Path, store: Store, resolvers: tuple[ResolverLike | None, Any],
+def _load_file(kind: str, path: Path, store: Store, resolver: Resolver | None,
                report: IngestReport) -> None:
     """One file into ``store`` (skipped when already loaded); a read error is one reject."""
     seen, mark = getattr(store, "file_loaded", None), getattr(store, "mark_file_loaded", None)
@@ -184,11 +183,11 @@ def _load_file(kind: str, path: Path, store: Store, resolvers: tuple[ResolverLik
             report.reasons.append(f"{path.name}: already loaded, skipped")
             return
         if kind == "metrics":
-            _load_metrics(path, store, resolvers[0], report)
+            _load_metrics(path, store, resolver, report)
         elif kind == "traces":
-            _load_traces(path, store, resolvers[1], report)
+            _load_traces(path, store, resolver, report)
         else:
-            store.add_events(_counted(_read_logs(path, resolvers[1], report), report, "events"))
+            store.add_events(_counted(_read_logs(path, resolver, report), report, "events"))
     except READ_ERRORS as err:
         report.reject(f"{path.name}: unreadable ({str(err) or type(err).__name__})")
         return
@@ -196,7 +195,7 @@ def _load_file(kind: str, path: Path, store: Store, resolvers: tuple[ResolverLik
         mark(fp, str(path))  # type: ignore[misc]
 
 
-def _load_metrics(path: Path, store: Store, lookups: ResolverLike | None, report: IngestReport) -> None:
+def _load_metrics(path: Path, store: Store, lookups: Resolver | None, report: IngestReport) -> None:
     bulk = getattr(store, "load_openmetrics", None)
     if callable(bulk):
         bulk(path, lookups, report)
