@@ -80,3 +80,16 @@ def test_series_key_maps_labels(lookups: Resolver, metric: str, labels: dict[str
 def test_without_inventory_everything_is_kept_unresolved() -> None:
     key = series_key("DCGM_FI_DEV_GPU_TEMP", {"UUID": "GPU-x"}, None)
     assert key.entity_id is None and key.label("UUID") == "GPU-x"
+
+
+@pytest.mark.parametrize(("metric", "labels", "entity"), [
+    # the inventory writes 00000000:18:00.0 / 00000000:2A:00.0; an exporter writing another domain
+    # still names that GPU (health and fabric matched so on their own before)
+    ("DCGM_FI_DEV_GPU_TEMP", {"Hostname": "node-001", "pci_bus_id": "00000001:2A:00.0"}, "node-001/gpu1"),
+    ("suanli_pcie_aer_errors_total", {"node": "node-002", "pci_bus_id": "0001:18:00.0"}, "node-002/gpu0"),
+    # another function is another device (a GPU's audio function): not the GPU
+    ("suanli_pcie_aer_errors_total", {"node": "node-002", "pci_bus_id": "0000:18:00.1"}, "node-002"),
+])
+def test_a_bus_id_in_another_domain_still_names_the_gpu(lookups: Resolver, metric: str, labels: dict[str, str],
+                                                         entity: str) -> None:
+    assert series_key(metric, labels, lookups).entity_id == entity
