@@ -106,11 +106,12 @@ print(json.dumps({"rc": proc.returncode, "wall_s": wall, "peak_rss_kib": peak_ki
 _SUANLI = """
 import sys
 from pathlib import Path
+from suanli.ingest.load import load_metrics
 from suanli.ingest.records import IngestReport
 from suanli.store.duck import DuckStore
 store = DuckStore(Path(sys.argv[2]))
 report = IngestReport()
-store.load_openmetrics(Path(sys.argv[1]), None, report)
+load_metrics(Path(sys.argv[1]), store, None, report)
 store.close()
 import time
 store = DuckStore(Path(sys.argv[2]))

@@ -99,7 +99,7 @@ def _report_table(report: Any) -> Table:
 
 
 def ingest_cmd(out: Console, paths: list[Path], db: Path) -> int:
-    from suanli.store.loader import load_paths
+    from suanli.ingest.load import load_paths
 
     for p in paths:
         if not p.exists():
@@ -166,7 +166,7 @@ def check_cmd(out: Console, db: Path, rules: Path | None) -> int:
 
 def _load_folder(folder: Path) -> DuckStore:
     from suanli.store.duck import DuckStore
-    from suanli.store.loader import load_paths
+    from suanli.ingest.load import load_paths
 
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder")
@@ -184,7 +184,7 @@ def run_diagnosis(folder: Path | None, db: Path | None, start: str | None, end: 
     from suanli.analysis.health import HealthConfig
     from suanli.incidents.diagnose import DiagnoseConfig, diagnose
     from suanli.incidents.signals import read_alert_payloads
-    from suanli.store.loader import missing_inputs
+    from suanli.store.api import missing_inputs
 
     if (folder is None) == (db is None):
         raise InputError("diagnose needs a scenario folder or --db FILE (one of them)")

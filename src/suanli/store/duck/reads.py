@@ -1,4 +1,4 @@
-"""Read side of :class:`suanli.store.duck.DuckStore` (the query half of ``api.Store``).
+"""Read side of :class:`suanli.store.duck.DuckStore` (``api.Store``).
 
 Samples are read deduplicated (per (series, ts) the last write, highest ``rowid``, wins) and sorted by
 series then time; ranges are inclusive (``start <= ts <= end``). Series without samples in the
@@ -22,8 +22,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from suanli.ingest.records import Event, SeriesKey
-from suanli.store import _schema as sc
 from suanli.store.api import F64, Series, SpanFrame
+from suanli.store.duck import schema as sc
 
 __all__ = ["DuckReads", "counter_increase", "counter_rate"]
 
@@ -61,7 +61,8 @@ def _bounds(start: float | None, end: float | None) -> tuple[float, float]:
 
 
 class DuckReads:
-    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id`` and ``flush``."""
+    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id``, ``ids_of`` and
+    ``flush`` (every read commits the records buffered outside a transaction first)."""
 
     con: duckdb.DuckDBPyConnection
     lock: threading.RLock
@@ -72,13 +73,16 @@ class DuckReads:
 
     # -- series ---------------------------------------------------------------------------------
     def metrics(self) -> list[str]:
+        self.flush()
         return sorted({k.metric for k in self.keys_by_id.values()})
 
     def series_keys(self, metric: str | None = None) -> list[SeriesKey]:
         """Distinct keys in first-seen order."""
+        self.flush()
         return [k for k in dict.fromkeys(self.keys_by_id.values()) if metric is None or k.metric == metric]
 
     def unresolved_series(self) -> list[SeriesKey]:
+        self.flush()
         return [k for k in dict.fromkeys(self.keys_by_id.values()) if k.entity_id is None]
 
     def ids_of(self, key: SeriesKey) -> int | None:  # pragma: no cover - provided by DuckStore
@@ -86,6 +90,7 @@ class DuckReads:
 
     def _select_ids(self, metric: str, entity_ids: Sequence[str] | None) -> dict[int, int]:
         """Every id (aliases too) of the matching series -> the key's primary id."""
+        self.flush()
         wanted = None if entity_ids is None else set(entity_ids)
         out = {}
         for sid, k in self.keys_by_id.items():
@@ -262,6 +267,7 @@ class DuckReads:
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """(resolved, unresolved) series per metric, without reading samples."""
+        self.flush()
         out: dict[str, list[int]] = {}
         for k in dict.fromkeys(self.keys_by_id.values()):
             pair = out.setdefault(k.metric, [0, 0])

@@ -10,9 +10,11 @@ import pytest
 import yaml
 
 from suanli.errors import InputError
+from suanli.ingest.load import load_paths
+from suanli.ingest.plan import plan_paths
 from suanli.ingest.records import IngestReport
+from suanli.store.api import missing_inputs
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths, missing_inputs, plan_paths
 from tests.conftest import shared_path
 
 SCENARIOS = ["healthy", "switch_port_errors", "pcie_riser"]
