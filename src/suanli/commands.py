@@ -165,8 +165,8 @@ def check_cmd(out: Console, db: Path, rules: Path | None) -> int:
 # ----------------------------------------------------------------------------------- diagnose
 
 def _load_folder(folder: Path) -> DuckStore:
-    from suanli.store.duck import DuckStore
     from suanli.ingest.load import load_paths
+    from suanli.store.duck import DuckStore
 
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder")
