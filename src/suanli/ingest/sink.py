@@ -102,10 +102,7 @@ class SpanBatch:
 
     @classmethod
     def from_spans(cls, spans: Sequence[Span]) -> SpanBatch:
-        encode = attrs_encoder()
-        cols: dict[str, Any] = {c: list(map(attrgetter(c), spans)) for c in SPAN_SCHEMA.names if c != "attrs"}
-        cols["attrs"] = [encode(s.attrs) if s.attrs else "{}" for s in spans]
-        return cls(pa.Table.from_pydict(cols, schema=SPAN_SCHEMA))
+        return cls(_table(spans, SPAN_SCHEMA))
 
 
 @dataclass(frozen=True)
@@ -116,10 +113,15 @@ class EventBatch:
 
     @classmethod
     def from_events(cls, events: Sequence[Event]) -> EventBatch:
-        encode = attrs_encoder()
-        cols: dict[str, Any] = {c: list(map(attrgetter(c), events)) for c in EVENT_SCHEMA.names if c != "attrs"}
-        cols["attrs"] = [encode(e.attrs) for e in events]
-        return cls(pa.Table.from_pydict(cols, schema=EVENT_SCHEMA))
+        return cls(_table(events, EVENT_SCHEMA))
+
+
+def _table(records: Sequence[Span] | Sequence[Event], schema: pa.Schema) -> pa.Table:
+    """Records as the columns of ``schema``, their attributes as JSON text (``{}`` when empty)."""
+    encode = attrs_encoder()
+    cols: dict[str, Any] = {c: list(map(attrgetter(c), records)) for c in schema.names if c != "attrs"}
+    cols["attrs"] = [encode(r.attrs) if r.attrs else "{}" for r in records]
+    return pa.Table.from_pydict(cols, schema=schema)
 
 
 def batched(items: Iterable[Any], size: int) -> Iterable[list[Any]]:

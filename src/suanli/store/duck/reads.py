@@ -56,6 +56,23 @@ def _increments(values: F64) -> F64:
     return inc
 
 
+def _where(*filters: tuple[object, str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The SQL condition and parameters of the filters that are set (value not None); NumPy
+    numbers are passed as Python ones."""
+    where, params = ["TRUE"], {}
+    for value, sql, args in filters:
+        if value is not None:
+            where.append(sql)
+            params.update({k: _plain(v) for k, v in args.items()})
+    return " AND ".join(where), params
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    return float(value) if isinstance(value, np.floating) else value
+
+
 def _bounds(start: float | None, end: float | None) -> tuple[float, float]:
     return (-math.inf if start is None else float(start), math.inf if end is None else float(end))
 
@@ -158,24 +175,10 @@ class DuckReads:
     # -- spans ----------------------------------------------------------------------------------
     def _span_where(self, job_id: str | None, names: Sequence[str] | None, start: float | None,
                     end: float | None, steps: tuple[int, int] | None) -> tuple[str, dict[str, Any]]:
-        where: list[str] = ["TRUE"]
-        params: dict[str, Any] = {}
-        if job_id is not None:
-            where.append("job_id = $job")
-            params["job"] = job_id
-        if names is not None:
-            where.append("list_contains($names::VARCHAR[], name)")
-            params["names"] = list(names)
-        if start is not None:
-            where.append("end_s >= $lo")
-            params["lo"] = float(start)
-        if end is not None:
-            where.append("start_s <= $hi")
-            params["hi"] = float(end)
-        if steps is not None:
-            where.append("step BETWEEN $s0 AND $s1")
-            params["s0"], params["s1"] = int(steps[0]), int(steps[1])
-        return " AND ".join(where), params
+        return _where((job_id, "job_id = $job", {"job": job_id}),
+                      (names, "list_contains($names::VARCHAR[], name)", {"names": list(names or ())}),
+                      (start, "end_s >= $lo", {"lo": start}), (end, "start_s <= $hi", {"hi": end}),
+                      (steps, "step BETWEEN $s0 AND $s1", {"s0": steps[0], "s1": steps[1]} if steps else {}))
 
     def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
               start: float | None = None, end: float | None = None,
@@ -228,25 +231,14 @@ class DuckReads:
     def events(self, entity_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                start: float | None = None, end: float | None = None) -> list[Event]:
         """Events with ``ts`` in [start, end] (a collapsed run counts where its span overlaps), by time."""
-        where: list[str] = ["TRUE"]
-        params: dict[str, Any] = {}
-        if entity_ids is not None:
-            where.append("list_contains($ents::VARCHAR[], entity_id)")
-            params["ents"] = list(entity_ids)
-        if kinds is not None:
-            where.append("list_contains($kinds::VARCHAR[], kind)")
-            params["kinds"] = list(kinds)
-        if start is not None:
-            where.append("coalesce(last_ts, ts) >= $lo")
-            params["lo"] = float(start)
-        if end is not None:
-            where.append("ts <= $hi")
-            params["hi"] = float(end)
+        where, params = _where(
+            (entity_ids, "list_contains($ents::VARCHAR[], entity_id)", {"ents": list(entity_ids or ())}),
+            (kinds, "list_contains($kinds::VARCHAR[], kind)", {"kinds": list(kinds or ())}),
+            (start, "coalesce(last_ts, ts) >= $lo", {"lo": start}), (end, "ts <= $hi", {"hi": end}))
         cols = ", ".join((*sc.EVENT_COLUMNS, "attrs"))
         with self.lock:
             self.flush()
-            rows = self.con.execute(
-                f"SELECT {cols} FROM events WHERE {' AND '.join(where)} ORDER BY ts, seq", params).fetchall()
+            rows = self.con.execute(f"SELECT {cols} FROM events WHERE {where} ORDER BY ts, seq", params).fetchall()
         return [Event(ts=r[0], host=r[1], entity_kind=r[2], entity_id=r[3], kind=r[4], message=r[5],
                       code=r[6], severity=r[7], source=r[8] or "", count=int(r[9] or 1), last_ts=r[10],
                       attrs=sc.loads_attrs(r[11])) for r in rows]

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -146,17 +147,16 @@ class DuckStore(DuckReads):
                 self.flush()
 
     def add_spans(self, spans: Iterable[Span]) -> None:
-        with self.lock:
-            for span in spans:
-                self._spans.append(span)
-                if len(self._spans) >= self.config.flush_rows // 20:
-                    self.flush()
+        self._buffer(spans, self._spans)
 
     def add_events(self, events: Iterable[Event]) -> None:
+        self._buffer(events, self._events)
+
+    def _buffer(self, records: Iterable[Span] | Iterable[Event], into: list[Any]) -> None:
         with self.lock:
-            for event in events:
-                self._events.append(event)
-                if len(self._events) >= self.config.flush_rows // 20:
+            for record in records:
+                into.append(record)
+                if len(into) >= self.config.flush_rows // 20:
                     self.flush()
 
     def add_report(self, source: str, report: IngestReport) -> None:
@@ -169,8 +169,10 @@ class DuckStore(DuckReads):
         with self.lock:
             if self._txn is not None or not (self._samples or self._spans or self._events):
                 return
-            samples, spans, events = self._samples, self._spans, self._events
-            self._samples, self._spans, self._events, self._buffered = [], [], [], 0
+            samples, spans, events = list(self._samples), list(self._spans), list(self._events)
+            for buffered in (self._samples, self._spans, self._events):
+                buffered.clear()                     # in place: _buffer keeps appending to them
+            self._buffered = 0
             with self.transaction("") as txn:
                 if samples:
                     txn.append_samples(SampleBatch.from_series(samples))
