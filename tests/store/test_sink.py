@@ -91,3 +91,24 @@ def test_a_key_written_under_two_ids_reads_as_one_series_last_write_winning() ->
         txn.commit()
     (s,) = store.series("m")
     assert s.ts.tolist() == [T, T + 1] and s.values.tolist() == [1.0, 3.0]
+
+
+def test_keys_that_differ_only_in_their_entity_stay_apart() -> None:
+    # analyses and tests write keys without labels; the entity is what tells them apart
+    store = DuckStore(None)
+    one = SeriesKey("suanli_switch_port_crc_errors_total", (), "switch_port", "leaf-01/p1")
+    two = SeriesKey("suanli_switch_port_crc_errors_total", (), "switch_port", "leaf-01/p2")
+    store.add_samples(one, np.array([T]), np.array([1.0]))
+    store.add_samples(two, np.array([T]), np.array([2.0]))
+    assert {s.key.entity_id: s.values.tolist() for s in store.series(one.metric)} == \
+        {"leaf-01/p1": [1.0], "leaf-01/p2": [2.0]}
+
+
+def test_a_batch_keeps_two_keys_apart_even_when_their_ids_collide(monkeypatch: pytest.MonkeyPatch) -> None:
+    import suanli.ingest.sink as sink
+
+    monkeypatch.setattr(sink, "series_id", lambda key: 5)            # every key hashes alike
+    batch = SampleBatch.from_series([(A, np.array([T]), np.array([1.0])), (B, np.array([T]), np.array([2.0])),
+                                     (A, np.array([T + 1]), np.array([3.0]))])
+    assert batch.series == {5: A, 6: B}
+    assert batch.rows.column("series_id").to_pylist() == [5, 6, 5]

@@ -54,9 +54,18 @@ def labels_json(key: SeriesKey) -> str:
 
 @functools.lru_cache(maxsize=1 << 16)
 def series_id(key: SeriesKey) -> int:
-    """A stable 64-bit id of a series key (BLAKE2b of its labels and name)."""
-    digest = hashlib.blake2b(labels_json(key).encode() + b"\0" + key.metric.encode(), digest_size=8)
-    return int.from_bytes(digest.digest(), "little")
+    """A stable 64-bit id of a series key (BLAKE2b of its name, labels and entity ids)."""
+    text = "\0".join((key.metric, labels_json(key), key.entity_kind or "", key.entity_id or "", key.peer_id or ""))
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def _unique_id(key: SeriesKey, taken: dict[int, SeriesKey]) -> int:
+    """The key's id in ``taken`` (added when new); the next free one if another key holds it."""
+    sid = series_id(key)
+    while taken.get(sid, key) != key:                 # never in practice: 64-bit ids
+        sid = (sid + 1) % 2**64
+    taken[sid] = key
+    return sid
 
 
 def _json_default(obj: Any) -> Any:
@@ -84,14 +93,15 @@ class SampleBatch:
 
     @classmethod
     def from_series(cls, parts: Sequence[tuple[SeriesKey, F64, F64]]) -> SampleBatch:
-        """One batch of ``(key, ts, values)`` parts (ids by :func:`series_id`)."""
-        ids = [series_id(key) for key, _, _ in parts]
+        """One batch of ``(key, ts, values)`` parts (ids by :func:`series_id`, made unique)."""
+        series: dict[int, SeriesKey] = {}
+        ids = [_unique_id(key, series) for key, _, _ in parts]
         sids = np.concatenate([np.full(len(ts), i, dtype=np.uint64) for i, (_, ts, _) in zip(ids, parts, strict=True)]
                               or [np.empty(0, np.uint64)])
         ts = np.concatenate([np.asarray(t, dtype=np.float64) for _, t, _ in parts] or [np.empty(0)])
         values = np.concatenate([np.asarray(v, dtype=np.float64) for _, _, v in parts] or [np.empty(0)])
         table = pa.Table.from_arrays([pa.array(sids), pa.array(ts), pa.array(values)], schema=SAMPLE_SCHEMA)
-        return cls(dict(zip(ids, (key for key, _, _ in parts), strict=True)), table)
+        return cls(series, table)
 
 
 @dataclass(frozen=True)
