@@ -6,7 +6,7 @@ inventory first, then each file in one transaction). Metrics: :func:`read_openme
 -> canonical entity). Traces: ``suanli.ingest.otlp.read_otlp``; logs: ``suanli.ingest.logs.read_log``.
 """
 
-from suanli.ingest.load import load_logs, load_metrics, load_paths, load_traces
+from suanli.ingest.load import IngestConfig, load_logs, load_metrics, load_paths, load_traces
 from suanli.ingest.openmetrics import (
     OpenMetricsConfig,
     OpenMetricsParser,
@@ -22,6 +22,7 @@ from suanli.ingest.sink import EventBatch, KeptInventory, SampleBatch, Sink, Spa
 __all__ = [
     "Event",
     "EventBatch",
+    "IngestConfig",
     "IngestReport",
     "KeptInventory",
     "LoadPlan",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from suanli.errors import InputError
@@ -33,7 +34,7 @@ from suanli.ingest.records import IngestReport, SeriesKey
 from suanli.ingest.sink import EventBatch, SampleBatch, Sink, SpanBatch, Transaction, batched
 from suanli.inventory import Inventory, Resolver, parse_inventory
 
-__all__ = ["RECORDS_PER_BATCH", "Progress", "load_logs", "load_metrics", "load_paths", "load_traces"]
+__all__ = ["RECORDS_PER_BATCH", "IngestConfig", "Progress", "load_logs", "load_metrics", "load_paths", "load_traces"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -42,8 +43,22 @@ RECORDS_PER_BATCH = 100_000
 READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeDecodeError)
 
 
-def load_paths(paths: Sequence[Path], sink: Sink, progress: Progress | None = None) -> IngestReport:
+@dataclass(frozen=True)
+class IngestConfig:
+    """The settings of every reader ``load_paths`` uses (each with its documented defaults)."""
+
+    openmetrics: OpenMetricsConfig = field(default_factory=OpenMetricsConfig)
+    """Metrics files: batch sizes, timestamp range, the DCGM prefix."""
+    otlp: OtlpConfig = field(default_factory=OtlpConfig)
+    """Trace files: the parent cache, how far a span climbs to its step."""
+    logs: LogConfig = field(default_factory=LogConfig)
+    """Log files: collapsing repeats, record sizes, AER merging, the year of yearless stamps."""
+
+
+def load_paths(paths: Sequence[Path], sink: Sink, progress: Progress | None = None, *,
+               config: IngestConfig | None = None) -> IngestReport:
     """Load files into ``sink`` and return the summed report (each file's is also kept by the sink)."""
+    cfg = config or IngestConfig()
     plan = plan_paths(paths)
     inventory, text = _inventory(plan, sink)
     resolver = inventory.resolver if inventory is not None else None
@@ -52,7 +67,7 @@ def load_paths(paths: Sequence[Path], sink: Sink, progress: Progress | None = No
     for i, (kind, path) in enumerate(files):
         if progress is not None:
             progress(f"{kind} {path.name}", i, len(files))
-        total.merge(_load_file(kind, path, sink, resolver, text))
+        total.merge(_load_file(kind, path, sink, resolver, text, cfg))
     for path in plan.unknown:
         total.reject(f"{path}: {UNKNOWN_KIND}")
     if progress is not None:
@@ -88,7 +103,7 @@ def _inventory_text(path: Path) -> str:
 
 
 def _load_file(kind: FileKind, path: Path, sink: Sink, resolver: Resolver | None,
-               inventory_text: str | None) -> IngestReport:
+               inventory_text: str | None, cfg: IngestConfig) -> IngestReport:
     """One file into the sink (skipped when already loaded); its report, kept by the sink too. A
     file that cannot be read is one reject and leaves none of its rows."""
     report = IngestReport()
@@ -98,7 +113,7 @@ def _load_file(kind: FileKind, path: Path, sink: Sink, resolver: Resolver | None
             report.add("files_skipped")
             report.reasons.append(f"{path.name}: already loaded, skipped")
         else:
-            _load_kind(kind, path, sink, resolver, report, fp)
+            _load_kind(kind, path, sink, resolver, report, fp, cfg)
             return report                                  # kept with the file's rows
     except READ_ERRORS as err:
         report = IngestReport()
@@ -167,10 +182,10 @@ def load_logs(path: Path, sink: Sink, resolver: Resolver | None, report: IngestR
 
 
 def _load_kind(kind: FileKind, path: Path, sink: Sink, resolver: Resolver | None, report: IngestReport,
-               fp: str) -> None:
+               fp: str, cfg: IngestConfig) -> None:
     if kind == "metrics":
-        load_metrics(path, sink, resolver, report, fingerprint=fp)
+        load_metrics(path, sink, resolver, report, fingerprint=fp, config=cfg.openmetrics)
     elif kind == "traces":
-        load_traces(path, sink, resolver, report, fingerprint=fp)
+        load_traces(path, sink, resolver, report, fingerprint=fp, config=cfg.otlp)
     else:
-        load_logs(path, sink, resolver, report, fingerprint=fp)
+        load_logs(path, sink, resolver, report, fingerprint=fp, config=cfg.logs)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from suanli.ingest.records import Event, SeriesKey
+from suanli.inventory import Inventory
 from suanli.inventory.normalize import (
     GPU_INDEX_LABEL,
     HOST_LABELS,
@@ -87,7 +88,7 @@ def _label_text(key: SeriesKey) -> str:
     return key.metric + "{" + ",".join(f'{k}="{v}"' for k, v in key.labels) + "}"
 
 
-def _series_problems(keys: list[SeriesKey], inventory: Any, cfg: CheckConfig) -> list[str]:
+def _series_problems(keys: list[SeriesKey], inventory: Inventory, cfg: CheckConfig) -> list[str]:
     out: list[str] = []
     unresolved: dict[str, list[SeriesKey]] = defaultdict(list)
     for k in keys:
@@ -105,8 +106,8 @@ def _series_problems(keys: list[SeriesKey], inventory: Any, cfg: CheckConfig) ->
     return out
 
 
-def _convention_problems(keys: list[SeriesKey], inventory: Any, cfg: CheckConfig) -> list[str]:
-    nodes = set(getattr(inventory, "nodes", {}) or {})
+def _convention_problems(keys: list[SeriesKey], inventory: Inventory, cfg: CheckConfig) -> list[str]:
+    nodes = set(inventory.nodes)
     bad_hosts: Counter[str] = Counter()
     bad_uuid: Counter[str] = Counter()
     bad_pci: Counter[str] = Counter()
@@ -180,7 +181,7 @@ def _event_stats(events: list[Event], cfg: CheckConfig) -> tuple[int, int, list[
     return len(hw), len(hw) - len(bad), problems
 
 
-def check(store: Store, inventory: Any, *, rules_loaded: int = 0, inhibitions: int = 0,
+def check(store: Store, inventory: Inventory, *, rules_loaded: int = 0, inhibitions: int = 0,
           config: CheckConfig | None = None) -> CheckReport:
     """Problems and maturity of what ``store`` holds against ``inventory``."""
     cfg = config or CheckConfig()
@@ -236,7 +237,7 @@ def _share(part: int, whole: int) -> float:
 
 
 def _correlation(keys: list[SeriesKey], spans: _SpanStats, hw_total: int, hw_resolved: int,
-                 inventory: Any, cfg: CheckConfig) -> tuple[int, str]:
+                 inventory: Inventory, cfg: CheckConfig) -> tuple[int, str]:
     series_share = _share(sum(1 for k in keys if k.entity_id), len(keys))
     span_share = _share(spans.resolved, spans.total)
     join_share = _share(spans.joinable, spans.steps)
@@ -249,7 +250,7 @@ def _correlation(keys: list[SeriesKey], spans: _SpanStats, hw_total: int, hw_res
         return 2, f"partly joined: {facts}"
     if join_share < cfg.min_resolved or event_share < cfg.min_resolved:
         return 3, f"metrics and spans join on entities: {facts}"
-    slas = {j.sla_id for j in (getattr(inventory, "jobs", {}) or {}).values() if getattr(j, "sla_id", None)}
+    slas = inventory.slas
     sla_series = {k.entity_id for k in keys if k.entity_kind == "sla"}
     if not slas or not slas <= sla_series:
         return 4, f"hardware, framework and logs join; business SLA metrics missing for some jobs: {facts}"
