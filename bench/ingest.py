@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> str:
         loaded, _, query_s, per_series = str(suanli["out"]).split()[:4]
         if int(loaded) != written:
             raise RuntimeError(f"suanli loaded {loaded} of {written} samples")
-        rows.append(("suanli DuckStore.load_openmetrics (DuckDB file)", suanli))
+        rows.append(("suanli load_metrics (DuckDB file)", suanli))
         if promtool:
             rows.append(("promtool create-blocks-from openmetrics",
                          run_child([promtool, "tsdb", "create-blocks-from", "openmetrics", str(data),

@@ -7,7 +7,8 @@ table. Python sees only the distinct values: each resource's attribute list (a h
 and each distinct span attribute list (a few thousand: the same ``train.step`` repeats across
 ranks), which it decodes with the exact helpers of :mod:`suanli.ingest.otlp` and resolves with
 the same :func:`~suanli.ingest.otlp.span_ident`; the results go back as small mapping tables
-that SQL joins. The spans then stream to the transaction as Arrow batches in file order. Merged attributes are written as ``{resource keys not
+that SQL joins. The spans then stream to the transaction as Arrow batches, each with its position
+in the file. Merged attributes are written as ``{resource keys not
 overridden, span keys}``. Phase spans inherit job / rank / step / GPU / node by walking
 ``parentSpanId`` hops inside their line (one join per hop, at most ``max_parent_depth``), then
 from a step span of an earlier line, as :class:`~suanli.ingest.otlp.OtlpParser` does.
@@ -36,7 +37,7 @@ import pyarrow as pa
 from suanli.ingest import otlp as _otlp
 from suanli.ingest.files import GZIP_MAGIC
 from suanli.ingest.records import IngestReport
-from suanli.ingest.sink import SPAN_SCHEMA, SpanBatch, Transaction, attrs_encoder
+from suanli.ingest.sink import POS_FIELD, SPAN_SCHEMA, SpanBatch, Transaction, attrs_encoder
 from suanli.inventory import Resolver
 
 __all__ = ["BATCH_ROWS", "bulk_eligible", "load_otlp_jsonl"]
@@ -324,16 +325,17 @@ _ROWS = """
   SELECT o.trace_id, o.span_id, o.parent_id, o.name, o.start_s, o.end_s,
          coalesce(w.job, o.job) AS job_id, coalesce(w.rank, o.rank) AS rank, coalesce(w.step, o.step) AS step,
          coalesce(w.gpu, o.gpu) AS gpu_id, coalesce(w.node, o.node) AS node_id,
-         '{' || concat_ws(',', nullif(r.body, ''), nullif(m.body, '')) || '}' AS attrs
+         '{' || concat_ws(',', nullif(r.body, ''), nullif(m.body, '')) || '}' AS attrs, o.pos - 1 AS pos
   FROM _otlp_own o LEFT JOIN _otlp_walk w ON w.pos = o.pos LEFT JOIN _otlp_sattr m ON m.sh = o.sh
-  JOIN _otlp_rbody r ON r.rh = o.rh AND r.kset = o.kset
-  ORDER BY o.pos"""
+  JOIN _otlp_rbody r ON r.rh = o.rh AND r.kset = o.kset"""
+_WITH_POS = SPAN_SCHEMA.append(POS_FIELD)
 
 
 def _rows(con: duckdb.DuckDBPyConnection) -> pa.RecordBatchReader:
-    """The spans in file order as Arrow record batches of ``SPAN_SCHEMA``."""
+    """The spans as Arrow record batches of ``SPAN_SCHEMA`` and their position in the file (``pos``:
+    the joins do not keep file order, and sorting would cost more than the sink numbering by it)."""
     reader = con.sql(_ROWS).to_arrow_reader(BATCH_ROWS)
-    return pa.RecordBatchReader.from_batches(SPAN_SCHEMA, (b.cast(SPAN_SCHEMA) for b in reader))
+    return pa.RecordBatchReader.from_batches(_WITH_POS, (b.cast(_WITH_POS) for b in reader))
 
 
 def load_otlp_jsonl(path: Path, txn: Transaction, resolver: Resolver | None, report: IngestReport,

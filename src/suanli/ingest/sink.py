@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
 
-__all__ = ["EVENT_SCHEMA", "SAMPLE_SCHEMA", "SPAN_SCHEMA", "EventBatch", "KeptInventory", "Rows", "SampleBatch",
+__all__ = ["EVENT_SCHEMA", "POS_FIELD", "SAMPLE_SCHEMA", "SPAN_SCHEMA", "EventBatch", "KeptInventory", "Rows", "SampleBatch",
            "Sink", "SpanBatch", "Transaction", "attrs_encoder", "batched", "labels_json", "series_id"]
 
 F64 = npt.NDArray[np.float64]
@@ -45,6 +45,9 @@ EVENT_SCHEMA = pa.schema([("ts", _F), ("host", _S), ("entity_kind", _S), ("entit
                           ("message", _S), ("code", _I), ("severity", _S), ("source", _S), ("count", _I),
                           ("last_ts", _F), ("attrs", _S)])
 """``records.Event`` as columns, ``attrs`` as JSON text."""
+POS_FIELD = pa.field("pos", _I)
+"""Optional last column of span and event rows that do not come in read order: each row's
+position in read order, 0 to n - 1 over all the rows of one append."""
 
 
 def labels_json(key: SeriesKey) -> str:
@@ -106,7 +109,8 @@ class SampleBatch:
 
 @dataclass(frozen=True)
 class SpanBatch:
-    """Spans as columns (``SPAN_SCHEMA``), in the order they were read."""
+    """Spans as columns (``SPAN_SCHEMA``), in the order they were read, or in any order with a
+    ``POS_FIELD`` column that gives it."""
 
     rows: Rows
 
@@ -117,7 +121,8 @@ class SpanBatch:
 
 @dataclass(frozen=True)
 class EventBatch:
-    """Events as columns (``EVENT_SCHEMA``), in the order they were read."""
+    """Events as columns (``EVENT_SCHEMA``), in the order they were read, or in any order with a
+    ``POS_FIELD`` column that gives it."""
 
     rows: Rows
 
