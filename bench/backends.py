@@ -26,12 +26,12 @@ from tests.backends.servers import (  # noqa: E402
     vm_import,
 )
 
+from suanli.ingest.load import load_paths  # noqa: E402
 from suanli.inventory import load_inventory  # noqa: E402
 from suanli.pipeline import diagnose  # noqa: E402
 from suanli.report import diagnosis_json  # noqa: E402
 from suanli.sim import simulate  # noqa: E402
 from suanli.store.duck import DuckStore  # noqa: E402
-from suanli.store.loader import load_paths  # noqa: E402
 from suanli.store.promql import PromConfig, PromStore  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "backends.md"

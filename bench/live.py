@@ -216,7 +216,6 @@ def _scrape_server(port: int, nodes: int) -> None:
 
 
 def bench_scrape(nodes: int, inventory_yaml: str) -> dict[str, float]:
-    from suanli.ingest.resolve import InventoryLookups
     from suanli.ingest.scrape import ScrapeTarget, TargetScraper
     from suanli.inventory.loader import parse_inventory
 
@@ -224,7 +223,7 @@ def bench_scrape(nodes: int, inventory_yaml: str) -> dict[str, float]:
     proc = mp.get_context("spawn").Process(target=_scrape_server, args=(port, nodes), daemon=True)
     proc.start()
     _pin(0)
-    resolver = InventoryLookups(parse_inventory(inventory_yaml, "synth.yaml"))
+    resolver = parse_inventory(inventory_yaml, "synth.yaml").resolver
     targets = []
     for n in range(1, nodes + 1):
         targets.append(ScrapeTarget("dcgm", f"node-{n:04d}:9400", f"http://127.0.0.1:{port}/dcgm/{n}",

@@ -23,7 +23,7 @@ from suanli.analysis.ledger import LedgerConfig
 from suanli.incidents.correlate import CorrelationConfig
 from suanli.incidents.impact import ImpactConfig
 from suanli.incidents.tracker import TrackerConfig
-from suanli.ingest.openmetrics import OpenMetricsConfig
+from suanli.ingest.load import IngestConfig
 from suanli.rules import RulesConfig
 from suanli.store.check import CheckConfig
 from suanli.store.duck import DuckStoreConfig
@@ -37,10 +37,10 @@ __all__ = [
     "FabricConfig",
     "HealthConfig",
     "ImpactConfig",
+    "IngestConfig",
     "JobEventsConfig",
     "LedgerConfig",
     "LiveConfig",
-    "OpenMetricsConfig",
     "RulesConfig",
     "TrackerConfig",
 ]
@@ -82,7 +82,7 @@ class Config:
     commands: CommandsConfig = field(default_factory=CommandsConfig)
     store: DuckStoreConfig = field(default_factory=DuckStoreConfig)
     """The embedded DuckDB store's buffering and engine settings."""
-    openmetrics: OpenMetricsConfig = field(default_factory=OpenMetricsConfig)
-    """The OpenMetrics / Prometheus text parser."""
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    """The readers of ``load_paths``: OpenMetrics / Prometheus text, OTLP, logs."""
     check: CheckConfig = field(default_factory=CheckConfig)
     """Thresholds of ``suanli check``."""

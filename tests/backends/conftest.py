@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from suanli.ingest.load import load_paths
 from suanli.inventory import Inventory, load_inventory
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths
 from tests.backends.servers import (
     Server,
     backfill_prometheus,

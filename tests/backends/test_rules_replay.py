@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from suanli.ingest.resolve import InventoryLookups, series_key
+from suanli.ingest.resolve import series_key
 from suanli.inventory import load_inventory
 from suanli.rules import EntityIndex, Evaluator, RulesConfig, load_rules, parse_rules, to_prometheus
 from suanli.store.duck import DuckStore
@@ -80,7 +80,7 @@ def _entity(labels: dict[str, str], inventory: Any) -> str | None:
     if scope == "job" and "sla_id" in labels:
         (job,) = [j for j, spec in inventory.jobs.items() if spec.sla_id == labels["sla_id"]]
         return str(job)
-    return series_key(METRIC_OF[labels["alertname"]], labels, InventoryLookups(inventory)).entity_id
+    return series_key(METRIC_OF[labels["alertname"]], labels, inventory.resolver).entity_id
 
 
 def _alerts_in(vm: Server, inventory: Any) -> dict[tuple[str, str | None, str], list[float]]:

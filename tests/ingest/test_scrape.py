@@ -15,7 +15,6 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from suanli.ingest.records import IngestReport
-from suanli.ingest.resolve import InventoryLookups
 from suanli.ingest.scrape import Scraper, ScrapeResult, ScrapeTarget, TargetScraper
 from suanli.inventory import load_inventory
 from tests.conftest import shared_path
@@ -79,7 +78,7 @@ def test_prometheus_client_exposition_is_scraped_and_resolved() -> None:
     try:
         port = srv.server_port
         target = _target(f"127.0.0.1:{port}", job="mixed", labels=(("cluster", "demo-a"), ("instance", "node-001:9100")))
-        result = TargetScraper(target, InventoryLookups(inv), clock=_clock).scrape(httpx.Client())
+        result = TargetScraper(target, inv.resolver, clock=_clock).scrape(httpx.Client())
     finally:
         srv.shutdown()
         srv.server_close()
@@ -222,7 +221,7 @@ def test_a_reloaded_inventory_applies_from_the_next_scrape() -> None:
     t = TargetScraper(_target("127.0.0.1:1", labels=(("instance", "node-002:9400"),)), clock=_clock)
     body = 'DCGM_FI_DEV_GPU_UTIL{gpu="5",Hostname="node-002"} 97\n'
     (before, _, _), = t.parse(body, "text/plain", NOW, IngestReport())
-    t.set_resolver(InventoryLookups(inv))
+    t.set_resolver(inv.resolver)
     (after, _, _), = t.parse(body, "text/plain", NOW + 15, IngestReport())
     assert (before.entity_id, after.entity_id) == (None, "node-002/gpu5")
     assert t._synthetic["up"].entity_id == "node-002"

@@ -57,7 +57,7 @@ def open_diagnosis(folder: Path | None, db: Path | None, start: str | None, end:
                    config: Config | None = None) -> tuple[Diagnosis, DuckStore, Inventory]:
     """Diagnose a scenario folder or a database over the flags' window; the store stays open (the
     caller closes it). A bad flag or file is exit 2 before any data is read."""
-    from suanli.store.loader import missing_inputs
+    from suanli.store.api import missing_inputs
 
     one_of = InputError("diagnose needs a scenario folder or --db FILE (one of them)")
     if folder is not None and db is not None:

@@ -36,13 +36,13 @@ def check(
 
 
 def _remove_db(db: Path) -> None:
-    """Delete a database file (and its write-ahead log) that a failed ingest created."""
+    """Delete a database file (and its write-ahead log) that a failed ingest created and left empty."""
     for path in (db, db.with_name(db.name + ".wal")):
         path.unlink(missing_ok=True)
 
 
 def ingest_cmd(console: Console, paths: list[Path], db: Path, config: Config | None = None) -> int:
-    from suanli.store.loader import load_paths
+    from suanli.ingest.load import load_paths
 
     for p in paths:
         if not p.exists():
@@ -52,14 +52,15 @@ def ingest_cmd(console: Console, paths: list[Path], db: Path, config: Config | N
     done = False
     try:
         with progress_bar() as progress:
-            report = load_paths(paths, store, progress=progress)
+            report = load_paths(paths, store, progress=progress, config=(config or Config()).ingest)
         store.flush()
         inventory_kept = store.inventory_text() is not None
         done = True
     finally:
+        empty = created and not done and not store.loaded_files()
         store.close()
-        if created and not done:
-            _remove_db(db)
+        if empty:
+            _remove_db(db)     # a new file that holds nothing; one with committed files is kept
     console.print(ingest_table(report))
     for reason in report.reasons[:10]:
         tag = "skipped" if reason.endswith("already loaded, skipped") else "rejected"

@@ -29,10 +29,10 @@ import httpx
 
 from suanli.errors import InputError
 from suanli.ingest.log_config import LogConfig
-from suanli.ingest.log_entities import Resolver
 from suanli.ingest.log_head import parse_head
 from suanli.ingest.logs import parse_log_lines
 from suanli.ingest.records import Event, IngestReport
+from suanli.inventory import Resolver
 
 __all__ = ["LokiClient", "LokiConfig", "Stream", "file_entries", "read_loki"]
 

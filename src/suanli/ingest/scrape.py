@@ -37,7 +37,9 @@ import numpy as np
 
 from suanli.ingest.openmetrics import Batch, Family, OpenMetricsConfig, OpenMetricsParser, detect_format
 from suanli.ingest.records import IngestReport, SeriesKey
-from suanli.ingest.resolve import ResolverLike, dcgm_blank_to_nan, is_dcgm_blank, series_key
+from suanli.ingest.resolve import series_key
+from suanli.inventory import Resolver
+from suanli.metric_catalog import dcgm_blank_to_nan, is_dcgm_blank
 
 __all__ = ["ACCEPT", "ScrapeResult", "ScrapeTarget", "Scraper", "TargetHealth", "TargetScraper"]
 
@@ -130,7 +132,7 @@ def _format_of(content_type: str, head: Iterable[str]) -> Literal["openmetrics",
 class TargetScraper:
     """Scrapes one target; keeps its series cache and label merges between scrapes."""
 
-    def __init__(self, target: ScrapeTarget, resolver: ResolverLike | None = None,
+    def __init__(self, target: ScrapeTarget, resolver: Resolver | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.target, self.resolver, self.clock = target, resolver, clock
         self.health = TargetHealth()
@@ -141,7 +143,7 @@ class TargetScraper:
         self._synthetic = {name: series_key(name, self._own, resolver)
                            for name in ("up", "scrape_duration_seconds", "scrape_samples_scraped")}
 
-    def set_resolver(self, resolver: ResolverLike | None) -> None:
+    def set_resolver(self, resolver: Resolver | None) -> None:
         """Resolve against a new inventory from the next scrape on (the label caches are dropped)."""
         self.resolver = resolver
         self._merged.clear()
@@ -237,7 +239,7 @@ class Scraper:
     """
 
     def __init__(self, targets: Sequence[ScrapeTarget], deliver: Callable[[ScrapeResult], None], *,
-                 resolver: ResolverLike | None = None, workers: int = 4,
+                 resolver: Resolver | None = None, workers: int = 4,
                  clock: Callable[[], float] = time.time) -> None:
         self.deliver = deliver
         self.scrapers = [TargetScraper(t, resolver, clock) for t in targets]
@@ -252,7 +254,7 @@ class Scraper:
         """A copy of every target's health, by ``job/instance``."""
         return {s.target.name: dataclasses.replace(s.health) for s in self.scrapers}
 
-    def set_resolver(self, resolver: ResolverLike | None) -> None:
+    def set_resolver(self, resolver: Resolver | None) -> None:
         """A reloaded inventory: every target resolves against it from its next scrape on."""
         for s in self.scrapers:
             s.set_resolver(resolver)

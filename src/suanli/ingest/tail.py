@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from suanli.ingest.log_config import LogConfig
-from suanli.ingest.log_entities import Resolver, host_from_path
+from suanli.ingest.log_entities import host_from_path
 from suanli.ingest.logs import parse_log_lines
 from suanli.ingest.records import Event, IngestReport
+from suanli.inventory import Resolver
 
 __all__ = ["JOURNAL_COMMAND", "CommandFollower", "FileFollower", "FileStart", "LineSource", "LogSource", "LogTail", "TailHealth",
            "open_tail"]

@@ -11,13 +11,13 @@ import duckdb
 
 from suanli.config import Config
 from suanli.errors import InputError
+from suanli.ingest.load import load_paths
 from suanli.inventory import Inventory, parse_inventory
 from suanli.pipeline.batch import diagnose
 from suanli.pipeline.inputs import Files, load_inputs
 from suanli.pipeline.model import Diagnosis
-from suanli.store.api import Store
+from suanli.store.api import Store, missing_inputs
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths, missing_inputs
 
 __all__ = ["Progress", "diagnose_folder", "open_db", "open_folder", "stored_inventory"]
 
@@ -31,8 +31,9 @@ def open_folder(folder: Path, config: Config | None = None, progress: Progress |
         raise InputError(f"{folder}: not a folder")
     if not any((folder / name).is_file() for name in ("inventory.yaml", "inventory.yml")):
         raise InputError(f"{folder}/inventory.yaml: missing (every scenario folder needs one)")
-    store = DuckStore(None, (config or Config()).store)
-    load_paths([folder], store, progress=progress)
+    cfg = config or Config()
+    store = DuckStore(None, cfg.store)
+    load_paths([folder], store, progress=progress, config=cfg.ingest)
     store.flush()
     return store
 

@@ -21,8 +21,8 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from suanli.ingest.log_entities import Resolver
 from suanli.ingest.records import Span
+from suanli.inventory import Resolver
 from suanli.web.alerts import AlertNotification, alerts_router
 from suanli.web.auth import Auth
 from suanli.web.kineto import KinetoUpload, kineto_router

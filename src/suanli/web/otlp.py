@@ -22,10 +22,10 @@ from google.protobuf import any_pb2, json_format
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from suanli.ingest.log_entities import Resolver
 from suanli.ingest.otlp import OtlpParser
 from suanli.ingest.otlp_decode import decode_request
 from suanli.ingest.records import IngestReport, Span
+from suanli.inventory import Resolver
 from suanli.web.auth import Auth
 from suanli.web.body import BodyError, decode_content, read_body
 from suanli.web.queue import Admission, IngestQueue

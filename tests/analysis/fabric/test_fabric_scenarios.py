@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from suanli.analysis.fabric import FabricResult, analyze
+from suanli.ingest.load import load_paths
 from suanli.inventory.loader import parse_inventory
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths
 from suanli.timefmt import parse_time
 from tests.conftest import shared_path
 

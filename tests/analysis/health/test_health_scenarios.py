@@ -16,7 +16,7 @@ HW = {"gpu_memory_degradation", "gpu_memory_failure", "gpu_lost", "gpu_thermal",
 def _run(name: str):  # type: ignore[no-untyped-def]
     folder = shared_path("scenarios", name)
     store_mod = pytest.importorskip("suanli.store.duck")
-    loader = pytest.importorskip("suanli.store.loader")
+    loader = pytest.importorskip("suanli.ingest.load")
     inv_loader = pytest.importorskip("suanli.inventory.loader")
     store = store_mod.DuckStore(None)
     loader.load_paths([folder], store)

@@ -20,7 +20,7 @@ HW = {"gpu_memory_degradation", "gpu_memory_failure", "gpu_lost", "gpu_thermal",
 def test_simulated_hardware_faults(scenario: str, tmp_path: Path) -> None:
     sim = pytest.importorskip("suanli.sim")
     duck = pytest.importorskip("suanli.store.duck")
-    loader = pytest.importorskip("suanli.store.loader")
+    loader = pytest.importorskip("suanli.ingest.load")
     inv_loader = pytest.importorskip("suanli.inventory.loader")
     folder = sim.simulate(scenario, tmp_path / scenario, seed=101, nodes=8)
     truth = json.loads((folder / "truth.json").read_text())

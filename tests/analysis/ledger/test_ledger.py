@@ -7,10 +7,10 @@ import pytest
 
 from suanli.analysis.ledger import LedgerConfig, LedgerResult, analyze
 from suanli.analysis.window import Window
+from suanli.ingest.load import load_paths
 from suanli.ingest.records import Span
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths
 from tests.conftest import shared_path
 
 T0 = 1_773_100_000.0

@@ -4,7 +4,7 @@ Metrics are read where they live (Prometheus, VictoriaMetrics, Mimir, Thanos) th
 query API; spans, events and ingest reports, which a TSDB does not hold, come from a secondary
 store (by default an in-memory DuckDB store the caller loads from trace and log files).
 
-Semantics are those of the DuckDB store (``suanli.store._reads``): inclusive ranges, one value per
+Semantics are those of the DuckDB store (``suanli.store.duck.reads``): inclusive ranges, one value per
 timestamp (the last the server returns), DCGM blank sentinels as NaN for ``DCGM_*`` metrics,
 counter functions over finite samples with Prometheus' reset rule, ``rate`` at the later sample
 times. Series resolve to canonical ids through the inventory exactly as ingest resolves them
@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from suanli.errors import InputError
-from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
-from suanli.ingest.resolve import DCGM_BLANK, InventoryLookups, dcgm_blank_to_nan, series_key
-from suanli.store._reads import counter_increase, counter_rate
-from suanli.store.api import F64, Series, SpanFrame, Store
+from suanli.ingest.records import Event, IngestReport, SeriesKey
+from suanli.ingest.resolve import series_key
+from suanli.metric_catalog import DCGM_BLANK, dcgm_blank_to_nan
+from suanli.store.api import F64, Series, SpanFrame
+from suanli.store.counters import counter_increase, counter_rate
+from suanli.store.duck import DuckStore
 from suanli.store.promql import edges
 from suanli.store.promql.client import PromClient, PromConfig, QueryStats, TooManySamples
 from suanli.store.promql.fetch import (
@@ -65,15 +66,12 @@ class PromStore:
     """``PromStore(PromConfig(url), inventory, window=(t0, t1), secondary=duck)``."""
 
     def __init__(self, config: PromConfig, inventory: Any | None = None, *,
-                 window: tuple[float, float] | None = None, secondary: Store | None = None,
+                 window: tuple[float, float] | None = None, secondary: DuckStore | None = None,
                  client: PromClient | None = None) -> None:
         self.config = config
         self.client = client or PromClient(config)
-        self.lookups = InventoryLookups(inventory) if inventory is not None else None
-        if secondary is None:
-            from suanli.store.duck import DuckStore
-            secondary = DuckStore(None)
-        self.secondary: Store = secondary
+        self.lookups = inventory.resolver if inventory is not None else None
+        self.secondary = secondary if secondary is not None else DuckStore(None)
         if window is None:
             now = time.time()
             window = (now - config.default_lookback_s, now)
@@ -276,25 +274,6 @@ class PromStore:
 
     def inventory_text(self) -> str | None:
         return self.secondary.inventory_text()
-
-    def put_inventory(self, text: str, source: str) -> None:
-        self.secondary.put_inventory(text, source)
-
-    def add_spans(self, spans: Iterable[Span]) -> None:
-        self.secondary.add_spans(spans)
-
-    def add_events(self, events: Iterable[Event]) -> None:
-        self.secondary.add_events(events)
-
-    def add_report(self, source: str, report: IngestReport) -> None:
-        self.secondary.add_report(source, report)
-
-    def add_samples(self, key: SeriesKey, ts: F64, values: F64) -> None:
-        raise InputError(f"{key.metric}: metrics are read from the TSDB; send samples to it with remote write",
-                         file=self.config.url)
-
-    def flush(self) -> None:
-        self.secondary.flush()
 
     def close(self) -> None:
         self.client.close()

@@ -1,4 +1,4 @@
-"""Read side of :class:`suanli.store.duck.DuckStore` (the query half of ``api.Store``).
+"""Read side of :class:`suanli.store.duck.DuckStore` (``api.Store``).
 
 Samples are read deduplicated (per (series, ts) the last write, highest ``rowid``, wins) and sorted by
 series then time; ranges are inclusive (``start <= ts <= end``). Series without samples in the
@@ -22,38 +22,28 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from suanli.ingest.records import Event, SeriesKey
-from suanli.store import _schema as sc
 from suanli.store.api import F64, Series, SpanFrame
+from suanli.store.counters import counter_increase, counter_rate
+from suanli.store.duck import schema as sc
 
-__all__ = ["DuckReads", "counter_increase", "counter_rate"]
-
-
-def counter_rate(ts: F64, values: F64) -> tuple[F64, F64]:
-    """(later timestamps, per-second rates) of a counter, finite samples only, resets handled."""
-    ok = np.isfinite(values) & np.isfinite(ts)
-    ts, values = ts[ok], values[ok]
-    if len(ts) < 2:
-        return np.empty(0), np.empty(0)
-    inc = _increments(values)
-    dt = np.diff(ts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(dt > 0, inc / dt, math.nan)
-    return ts[1:], rate
+__all__ = ["DuckReads"]
 
 
-def counter_increase(values: F64) -> float | None:
-    """Total increase of a counter over its finite samples, resets handled (None if < 2 samples)."""
-    values = values[np.isfinite(values)]
-    if len(values) < 2:
-        return None
-    return float(_increments(values).sum())
+def _where(*filters: tuple[object, str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The SQL condition and parameters of the filters that are set (value not None); NumPy
+    numbers are passed as Python ones."""
+    where, params = ["TRUE"], {}
+    for value, sql, args in filters:
+        if value is not None:
+            where.append(sql)
+            params.update({k: _plain(v) for k, v in args.items()})
+    return " AND ".join(where), params
 
 
-def _increments(values: F64) -> F64:
-    inc = np.diff(values)
-    reset = inc < 0
-    inc[reset] = values[1:][reset]
-    return inc
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    return float(value) if isinstance(value, np.floating) else value
 
 
 def _bounds(start: float | None, end: float | None) -> tuple[float, float]:
@@ -61,7 +51,8 @@ def _bounds(start: float | None, end: float | None) -> tuple[float, float]:
 
 
 class DuckReads:
-    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id`` and ``flush``."""
+    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id``, ``ids_of`` and
+    ``flush`` (every read commits the records buffered outside a transaction first)."""
 
     con: duckdb.DuckDBPyConnection
     lock: threading.RLock
@@ -72,13 +63,16 @@ class DuckReads:
 
     # -- series ---------------------------------------------------------------------------------
     def metrics(self) -> list[str]:
+        self.flush()
         return sorted({k.metric for k in self.keys_by_id.values()})
 
     def series_keys(self, metric: str | None = None) -> list[SeriesKey]:
         """Distinct keys in first-seen order."""
+        self.flush()
         return [k for k in dict.fromkeys(self.keys_by_id.values()) if metric is None or k.metric == metric]
 
     def unresolved_series(self) -> list[SeriesKey]:
+        self.flush()
         return [k for k in dict.fromkeys(self.keys_by_id.values()) if k.entity_id is None]
 
     def ids_of(self, key: SeriesKey) -> int | None:  # pragma: no cover - provided by DuckStore
@@ -86,6 +80,7 @@ class DuckReads:
 
     def _select_ids(self, metric: str, entity_ids: Sequence[str] | None) -> dict[int, int]:
         """Every id (aliases too) of the matching series -> the key's primary id."""
+        self.flush()
         wanted = None if entity_ids is None else set(entity_ids)
         out = {}
         for sid, k in self.keys_by_id.items():
@@ -153,24 +148,10 @@ class DuckReads:
     # -- spans ----------------------------------------------------------------------------------
     def _span_where(self, job_id: str | None, names: Sequence[str] | None, start: float | None,
                     end: float | None, steps: tuple[int, int] | None) -> tuple[str, dict[str, Any]]:
-        where: list[str] = ["TRUE"]
-        params: dict[str, Any] = {}
-        if job_id is not None:
-            where.append("job_id = $job")
-            params["job"] = job_id
-        if names is not None:
-            where.append("list_contains($names::VARCHAR[], name)")
-            params["names"] = list(names)
-        if start is not None:
-            where.append("end_s >= $lo")
-            params["lo"] = float(start)
-        if end is not None:
-            where.append("start_s <= $hi")
-            params["hi"] = float(end)
-        if steps is not None:
-            where.append("step BETWEEN $s0 AND $s1")
-            params["s0"], params["s1"] = int(steps[0]), int(steps[1])
-        return " AND ".join(where), params
+        return _where((job_id, "job_id = $job", {"job": job_id}),
+                      (names, "list_contains($names::VARCHAR[], name)", {"names": list(names or ())}),
+                      (start, "end_s >= $lo", {"lo": start}), (end, "start_s <= $hi", {"hi": end}),
+                      (steps, "step BETWEEN $s0 AND $s1", {"s0": steps[0], "s1": steps[1]} if steps else {}))
 
     def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
               start: float | None = None, end: float | None = None,
@@ -223,25 +204,14 @@ class DuckReads:
     def events(self, entity_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                start: float | None = None, end: float | None = None) -> list[Event]:
         """Events with ``ts`` in [start, end] (a collapsed run counts where its span overlaps), by time."""
-        where: list[str] = ["TRUE"]
-        params: dict[str, Any] = {}
-        if entity_ids is not None:
-            where.append("list_contains($ents::VARCHAR[], entity_id)")
-            params["ents"] = list(entity_ids)
-        if kinds is not None:
-            where.append("list_contains($kinds::VARCHAR[], kind)")
-            params["kinds"] = list(kinds)
-        if start is not None:
-            where.append("coalesce(last_ts, ts) >= $lo")
-            params["lo"] = float(start)
-        if end is not None:
-            where.append("ts <= $hi")
-            params["hi"] = float(end)
+        where, params = _where(
+            (entity_ids, "list_contains($ents::VARCHAR[], entity_id)", {"ents": list(entity_ids or ())}),
+            (kinds, "list_contains($kinds::VARCHAR[], kind)", {"kinds": list(kinds or ())}),
+            (start, "coalesce(last_ts, ts) >= $lo", {"lo": start}), (end, "ts <= $hi", {"hi": end}))
         cols = ", ".join((*sc.EVENT_COLUMNS, "attrs"))
         with self.lock:
             self.flush()
-            rows = self.con.execute(
-                f"SELECT {cols} FROM events WHERE {' AND '.join(where)} ORDER BY ts, seq", params).fetchall()
+            rows = self.con.execute(f"SELECT {cols} FROM events WHERE {where} ORDER BY ts, seq", params).fetchall()
         return [Event(ts=r[0], host=r[1], entity_kind=r[2], entity_id=r[3], kind=r[4], message=r[5],
                       code=r[6], severity=r[7], source=r[8] or "", count=int(r[9] or 1), last_ts=r[10],
                       attrs=sc.loads_attrs(r[11])) for r in rows]
@@ -262,6 +232,7 @@ class DuckReads:
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """(resolved, unresolved) series per metric, without reading samples."""
+        self.flush()
         out: dict[str, list[int]] = {}
         for k in dict.fromkeys(self.keys_by_id.values()):
             pair = out.setdefault(k.metric, [0, 0])

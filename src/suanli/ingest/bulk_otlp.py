@@ -1,12 +1,14 @@
-"""Bulk load of an OTLP/JSON-lines trace file into :class:`DuckStore`, parsed by DuckDB.
+"""Bulk read of an OTLP/JSON-lines trace file, parsed by DuckDB, written through a sink.
 
-DuckDB reads the file as lines (``read_csv``, one column) and ``json_transform`` turns each line
-(one ``ExportTraceServiceRequest``) into typed lists that are flattened to one row per span, in
-file order, into a temporary stage table. Python sees only the distinct values: each resource's
-attribute list (a handful per file) and each distinct span attribute list (a few thousand: the
-same ``train.step`` repeats across ranks), which it decodes with the exact helpers of
-:mod:`suanli.ingest.otlp` and resolves with the same :class:`CachedResolver`; the results go back
-as small mapping tables that SQL joins. Merged attributes are written as ``{resource keys not
+DuckDB (an in-memory connection of its own: it is only the parser here) reads the file as lines
+(``read_csv``, one column) and ``json_transform`` turns each line (one ``ExportTraceServiceRequest``)
+into typed lists that are flattened to one row per span, in file order, into a temporary stage
+table. Python sees only the distinct values: each resource's attribute list (a handful per file)
+and each distinct span attribute list (a few thousand: the same ``train.step`` repeats across
+ranks), which it decodes with the exact helpers of :mod:`suanli.ingest.otlp` and resolves with
+the same :func:`~suanli.ingest.otlp.span_ident`; the results go back as small mapping tables
+that SQL joins. The spans then stream to the transaction as Arrow batches, each with its position
+in the file. Merged attributes are written as ``{resource keys not
 overridden, span keys}``. Phase spans inherit job / rank / step / GPU / node by walking
 ``parentSpanId`` hops inside their line (one join per hop, at most ``max_parent_depth``), then
 from a step span of an earlier line, as :class:`~suanli.ingest.otlp.OtlpParser` does.
@@ -20,27 +22,28 @@ string, start/end times that are not canonical integers or end before start, a p
 twice in one line, a parent in an earlier line that the bounded parent cache might have forgotten
 (or that got its own ident through that cache), a 64-bit hash collision between two distinct
 attribute lists. Attribute values need no guard: every distinct list is decoded by the Python
-path's own functions. Nothing is written until the whole file has passed.
+path's own functions. Nothing is appended until the whole file has passed.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from suanli.ingest import otlp as _otlp
-from suanli.ingest.log_entities import CachedResolver, Resolver
+from suanli.ingest.files import GZIP_MAGIC
 from suanli.ingest.records import IngestReport
-from suanli.store import _schema as sc
+from suanli.ingest.sink import POS_FIELD, SPAN_SCHEMA, SpanBatch, Transaction, attrs_encoder
+from suanli.inventory import Resolver
 
-if TYPE_CHECKING:
-    from suanli.store.duck import DuckStore
+__all__ = ["BATCH_ROWS", "bulk_eligible", "load_otlp_jsonl"]
 
-__all__ = ["bulk_eligible", "load_otlp_jsonl"]
+BATCH_ROWS = 1 << 18
+"""Span rows per Arrow record batch handed to the sink."""
 
 _ID_KEYS = ("job.id", "host.name", "resource.gpu.id", "framework.pytorch.rank")
 _SPAN_SCHEMA = {"traceId": "JSON", "spanId": "JSON", "parentSpanId": "JSON", "name": "JSON",
@@ -69,7 +72,7 @@ def bulk_eligible(path: Path) -> bool:
     except OSError:
         return False
     first = head.lstrip(b" \t\r\n").split(b"\n", 1)[0].strip()
-    return not head.startswith((b"\x1f\x8b", b"\xef\xbb\xbf")) and bool(first) and first not in (b"{", b"[")
+    return not head.startswith((GZIP_MAGIC, b"\xef\xbb\xbf")) and bool(first) and first not in (b"{", b"[")
 
 
 def _lines(path: Path) -> str:
@@ -133,32 +136,12 @@ def _check_spans(con: duckdb.DuckDBPyConnection) -> int:
     return int(n)
 
 
-def _ident(ids: CachedResolver, attrs: dict[str, Any]) -> tuple[Any, ...]:
-    """(job, rank, step, gpu, node, unresolved) of merged attributes, as ``OtlpParser._ident``."""
-    bad = False
-    job_raw, host, gpu_raw = attrs.get("job.id"), attrs.get("host.name"), attrs.get("resource.gpu.id")
-    job = node = gpu = None
-    if isinstance(job_raw, str) and job_raw:
-        job = ids.job(job_raw)
-        bad |= job is None
-    if isinstance(host, str) and host:
-        node = ids.node(host)
-        bad |= node is None
-    if isinstance(gpu_raw, str) and gpu_raw:
-        gpu = ids.gpu(gpu_raw, node or host)
-        bad |= gpu is None
-    if node is None and gpu is not None and "/" in gpu:
-        node = gpu.split("/", 1)[0]
-    return (job, _otlp._to_int(attrs.get("framework.pytorch.rank")), _otlp._to_int(attrs.get("train.step")),
-            gpu, node, bad)
-
-
 def _decode(text: str | None) -> dict[str, Any]:
     """Normalised attributes of one OTLP/JSON attribute list, exactly as the Python path."""
     if text is None:
         return {}
     raw = json.loads(text)
-    return _otlp._normalise(_otlp._json_attrs(raw)) if raw else {}
+    return _otlp.normalise_attrs(_otlp._json_attrs(raw)) if raw else {}
 
 
 def _body(encode: Any, attrs: dict[str, Any]) -> str:
@@ -170,8 +153,8 @@ class _Maps:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, resolver: Resolver | None) -> None:
         self.con = con
-        self.ids = CachedResolver(resolver)
-        self.encode = sc.attrs_encoder()
+        self.resolver = resolver
+        self.encode = attrs_encoder()
         self.res: dict[int, dict[str, Any]] = {}
         self.res_ident: dict[int, tuple[Any, ...]] = {}
         self.pairs = 0
@@ -183,7 +166,7 @@ class _Maps:
             raise _Fallback("a resource hash collision")
         for rh, _, text in rows:
             attrs = self.res[int(rh)] = _decode(text)
-            self.res_ident[int(rh)] = _ident(self.ids, attrs)
+            self.res_ident[int(rh)] = _otlp.span_ident(self.resolver, attrs)
 
     def span_attrs(self) -> None:
         """Per distinct span attribute list: its key set, body text and step; per (resource, key
@@ -199,8 +182,8 @@ class _Maps:
         for sh, _, text in rows:
             own = _decode(text)
             kset = ksets.setdefault(frozenset(own), len(ksets))
-            step = _otlp._to_int(own.get("train.step"))
-            has_ident = any(k in own for k in _otlp._IDENTITY_KEYS)
+            step = _otlp.to_int(own.get("train.step"))
+            has_ident = any(k in own for k in _otlp.IDENTITY_KEYS)
             own_id = any(k in own for k in _ID_KEYS)
             if own_id:
                 own_id_texts[int(sh)] = own
@@ -233,7 +216,7 @@ class _Maps:
             self.con.unregister("_otlp_ownid")
             self.pairs = len(pairs)
             for rh, sh in pairs:
-                job, rank, _, gpu, node, bad = _ident(self.ids, {**self.res[int(rh)], **own_id_texts[int(sh)]})
+                job, rank, _, gpu, node, bad = _otlp.span_ident(self.resolver, {**self.res[int(rh)], **own_id_texts[int(sh)]})
                 for k, v in zip(cols, (int(rh), int(sh), job, rank, gpu, node, bad), strict=True):
                     cols[k].append(v)
         self._register("_otlp_pair", cols, {"rh": pa.uint64(), "sh": pa.uint64(), "rank": pa.int64()})
@@ -329,52 +312,51 @@ def _cross(con: duckdb.DuckDBPyConnection, cache_size: int) -> None:
       FROM _otlp_hits p WHERE p.line = w.line AND p.pos = w.pos""").fetchall()
 
 
-def _insert(store: DuckStore) -> tuple[int, int]:
-    """Append the spans (``seq`` in file order); (spans, unresolved spans)."""
-    con = store.con
+def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(spans, unresolved spans)."""
     n, own_unresolved = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE (bad OR job IS NULL) AND NOT (parent_id IS NOT NULL "
         "AND (step IS NULL OR job IS NULL OR gpu IS NULL))) FROM _otlp_own").fetchall()[0]
     walked = con.execute("SELECT count(*) FILTER (WHERE bad OR job IS NULL) FROM _otlp_walk").fetchall()[0][0]
-    first = store.next_seq(int(n))
-    names = ", ".join((*sc.SPAN_COLUMNS, "attrs", "seq"))
-    con.execute(f"""
-      INSERT INTO spans ({names})
-      SELECT o.trace_id, o.span_id, o.parent_id, o.name, o.start_s, o.end_s,
-             coalesce(w.job, o.job), coalesce(w.rank, o.rank), coalesce(w.step, o.step),
-             coalesce(w.gpu, o.gpu), coalesce(w.node, o.node),
-             '{{' || concat_ws(',', nullif(r.body, ''), nullif(m.body, '')) || '}}', {first} + o.pos - 1
-      FROM _otlp_own o LEFT JOIN _otlp_walk w ON w.pos = o.pos LEFT JOIN _otlp_sattr m ON m.sh = o.sh
-      JOIN _otlp_rbody r ON r.rh = o.rh AND r.kset = o.kset""").fetchall()
     return int(n), int(own_unresolved) + int(walked)
 
 
-def _drop(con: duckdb.DuckDBPyConnection) -> None:
-    for name in ("stage", "sattr", "rbody", "pair", "own", "walk", "hits"):
-        con.execute(f"DROP TABLE IF EXISTS _otlp_{name}").fetchall()
+_ROWS = """
+  SELECT o.trace_id, o.span_id, o.parent_id, o.name, o.start_s, o.end_s,
+         coalesce(w.job, o.job) AS job_id, coalesce(w.rank, o.rank) AS rank, coalesce(w.step, o.step) AS step,
+         coalesce(w.gpu, o.gpu) AS gpu_id, coalesce(w.node, o.node) AS node_id,
+         '{' || concat_ws(',', nullif(r.body, ''), nullif(m.body, '')) || '}' AS attrs, o.pos - 1 AS pos
+  FROM _otlp_own o LEFT JOIN _otlp_walk w ON w.pos = o.pos LEFT JOIN _otlp_sattr m ON m.sh = o.sh
+  JOIN _otlp_rbody r ON r.rh = o.rh AND r.kset = o.kset"""
+_WITH_POS = SPAN_SCHEMA.append(POS_FIELD)
 
 
-def load_otlp_jsonl(store: DuckStore, path: Path, resolver: Resolver | None, report: IngestReport,
+def _rows(con: duckdb.DuckDBPyConnection) -> pa.RecordBatchReader:
+    """The spans as Arrow record batches of ``SPAN_SCHEMA`` and their position in the file (``pos``:
+    the joins do not keep file order, and sorting would cost more than the sink numbering by it)."""
+    reader = con.sql(_ROWS).to_arrow_reader(BATCH_ROWS)
+    return pa.RecordBatchReader.from_batches(_WITH_POS, (b.cast(_WITH_POS) for b in reader))
+
+
+def load_otlp_jsonl(path: Path, txn: Transaction, resolver: Resolver | None, report: IngestReport,
                     config: _otlp.OtlpConfig | None = None) -> bool:
-    """Load one OTLP/JSON-lines file into ``store``'s ``spans`` table, as
-    ``store.add_spans(read_otlp(path, resolver, report))`` would; True when DuckDB did the bulk
-    work, False when the file went through the Python parser (see the module docstring)."""
+    """Append one OTLP/JSON-lines file's spans to ``txn`` exactly as ``read_otlp`` would read
+    them, and count them in ``report``; False (``report`` untouched, ``txn`` to be aborted) when
+    the file needs the Python parser (see the module docstring)."""
     cfg = config or _otlp.OtlpConfig()
     path = Path(path)
     if not bulk_eligible(path):
-        _python(store, path, resolver, report, cfg)
         return False
-    with store.lock:
-        store.flush()
-        con = store.con
-        try:
-            lines = _prepare(con, path, resolver, cfg)
-            n, unresolved = _insert(store)
-        except (_Fallback, duckdb.Error, UnicodeDecodeError, ValueError):
-            _drop(con)
-            _python(store, path, resolver, report, cfg)
-            return False
-        _drop(con)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET enable_progress_bar = false")
+        lines = _prepare(con, path, resolver, cfg)
+        n, unresolved = _counts(con)
+        txn.append_spans(SpanBatch(_rows(con)))
+    except (_Fallback, duckdb.Error, UnicodeDecodeError, ValueError, pa.ArrowException):
+        return False
+    finally:
+        con.close()
     if lines:
         report.add("spans", n)
     if unresolved:
@@ -394,9 +376,3 @@ def _prepare(con: duckdb.DuckDBPyConnection, path: Path, resolver: Resolver | No
     _walk(con, cfg.max_parent_depth)
     _cross(con, cfg.parent_cache_size)
     return lines
-
-
-def _python(store: DuckStore, path: Path, resolver: Resolver | None, report: IngestReport,
-            cfg: _otlp.OtlpConfig) -> None:
-    store.add_spans(_otlp.read_otlp(path, resolver, report, cfg))
-    store.flush()

@@ -1,33 +1,35 @@
-"""DuckDB schema of :class:`suanli.store.duck.DuckStore` and (de)serialising helpers.
+"""DuckDB schema of :class:`suanli.store.duck.DuckStore` and its (de)serialising helpers.
 
 Tables
-    ``series``   one row per series id: ``id`` (64-bit: DuckDB's ``hash()`` of the exposed series
-                 text for bulk-loaded files, a BLAKE2b digest of the key for ``add_samples``),
+    ``series``   one row per series id: ``id`` (64-bit: the producer's, DuckDB's ``hash()`` of the
+                 exposed series text for bulk-read files, ``ingest.sink.series_id`` for streamed
+                 ones; a fresh one where a producer's id already names another series),
                  ``metric``, ``entity_kind``, ``entity_id``, ``peer_id``, ``labels`` (JSON list of
                  [name, value] pairs, interned once). One key may own several ids (the same series
                  written with its labels in another order); reads merge them.
     ``samples``  ``series_id``, ``ts`` (epoch s), ``value``. Append-only, in write order (DuckDB
                  keeps insertion order), so for a repeated (series, ts) the row with the highest
                  ``rowid`` is the last write and wins (applied at query).
-    ``spans``    the columns of ``records.Span``, ``attrs`` as JSON, ``seq`` (insertion order).
-    ``events``   the columns of ``records.Event``, ``attrs`` as JSON, ``seq``.
+    ``spans``    ``ingest.sink.SPAN_SCHEMA`` (``attrs`` as JSON) and ``seq`` (write order).
+    ``events``   ``ingest.sink.EVENT_SCHEMA`` (``attrs`` as JSON) and ``seq``.
     ``meta``     key/value text: ``inventory``, ``inventory_source``.
     ``reports``  one JSON ``IngestReport`` per ingest run and source.
-    ``files``    the fingerprint of every file loaded (``suanli.store.loader.fingerprint``): a
-                 file loaded again unchanged is skipped.
+    ``files``    the fingerprint of every file loaded (``suanli.ingest.plan.fingerprint``): a
+                 file loaded again unchanged is skipped. Written in the same transaction as the
+                 file's rows and report.
 
 Spans are deduplicated on (``trace_id``, ``span_id``) and events on (``source``, ``ts``, ``kind``,
-``entity_id``, ``message``), the last write (highest ``seq``) winning, once after writes
-(``DuckStore.flush``), so reads see each once and a repeated or overlapping load double-counts nothing.
+``entity_id``, ``message``), the last write (highest ``seq``) winning, in the transaction that wrote
+them, so reads see each once and a repeated or overlapping load double-counts nothing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from suanli.ingest.records import IngestReport, SeriesKey
+from suanli.ingest.sink import EVENT_SCHEMA, SPAN_SCHEMA
 
 DDL = """
 CREATE TABLE IF NOT EXISTS series (
@@ -47,28 +49,11 @@ CREATE TABLE IF NOT EXISTS reports (seq BIGINT, source VARCHAR, report VARCHAR);
 CREATE TABLE IF NOT EXISTS files (fingerprint VARCHAR, path VARCHAR, seq BIGINT);
 """
 
-SPAN_COLUMNS = ("trace_id", "span_id", "parent_id", "name", "start_s", "end_s", "job_id", "rank",
-                "step", "gpu_id", "node_id")
-EVENT_COLUMNS = ("ts", "host", "entity_kind", "entity_id", "kind", "message", "code", "severity",
-                 "source", "count", "last_ts")
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, bytes):
-        return obj.hex()
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    return str(obj)
-
-
-def attrs_encoder() -> Callable[[dict[str, Any]], str]:
-    """A reusable ``dumps_attrs`` (one encoder for a whole batch)."""
-    return json.JSONEncoder(default=_json_default, separators=(",", ":")).encode
-
-
-def dumps_attrs(attrs: dict[str, Any]) -> str:
-    """JSON text (NaN/Infinity written as Python's json does, so they round-trip)."""
-    return json.dumps(attrs, default=_json_default, separators=(",", ":"))
+SPAN_COLUMNS: tuple[str, ...] = tuple(SPAN_SCHEMA.names)
+EVENT_COLUMNS: tuple[str, ...] = tuple(EVENT_SCHEMA.names)
+DEDUPE = (("spans", "trace_id, span_id", "trace_id IS NOT NULL AND span_id IS NOT NULL"),
+          ("events", "source, ts, kind, entity_id, message", "TRUE"))
+"""(table, identity, which rows have one): all but the last write of an identity are dropped."""
 
 
 def loads_attrs(text: str | None) -> dict[str, Any]:
@@ -76,10 +61,6 @@ def loads_attrs(text: str | None) -> dict[str, Any]:
         return {}
     out = json.loads(text)
     return out if isinstance(out, dict) else {}
-
-
-def labels_json(key: SeriesKey) -> str:
-    return json.dumps([list(p) for p in key.labels], separators=(",", ":"))
 
 
 def key_from_row(metric: str, kind: str | None, entity: str | None, peer: str | None,

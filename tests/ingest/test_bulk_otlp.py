@@ -1,4 +1,4 @@
-"""DuckDB bulk load of OTLP JSON lines: the spans table equals the Python parser's, span for span."""
+"""DuckDB bulk read of OTLP JSON lines: the spans table equals the Python parser's, span for span."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from suanli.ingest.load import load_traces
 from suanli.ingest.otlp import read_otlp
 from suanli.ingest.records import IngestReport
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
-from suanli.store.duck_otlp import load_otlp_jsonl
 from tests.conftest import shared_path
 from tests.otlp_json import request_line, span
 
@@ -41,7 +41,7 @@ def _both(path: Path, resolver: Any) -> tuple[bool, list[Any], list[Any], Ingest
     r_slow, r_fast = IngestReport(), IngestReport()
     slow.add_spans(read_otlp(path, resolver, r_slow))
     slow.flush()
-    used = load_otlp_jsonl(fast, path, resolver, r_fast)
+    used = load_traces(path, fast, resolver, r_fast)
     return used, _rows(slow), _rows(fast), r_slow, r_fast
 
 
@@ -180,13 +180,13 @@ def test_empty_request_counts_like_python(tmp_path: Path) -> None:
 
 
 def test_load_paths_takes_the_bulk_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import suanli.store.duck_otlp as duck_otlp
-    from suanli.store.loader import load_paths
+    import suanli.ingest.load as load
+    from suanli.ingest.load import load_paths
 
     def no_python(*_: Any) -> None:
         raise AssertionError("fell back to the Python parser")
 
-    monkeypatch.setattr(duck_otlp, "_python", no_python)
+    monkeypatch.setattr(load, "read_otlp", no_python)
     folder = shared_path("scenarios", "switch_port_errors")
     truth = json.loads((folder / "truth.json").read_text())
     store = DuckStore(None)

@@ -10,9 +10,11 @@ import pytest
 import yaml
 
 from suanli.errors import InputError
+from suanli.ingest.load import load_paths
+from suanli.ingest.plan import plan_paths
 from suanli.ingest.records import IngestReport
+from suanli.store.api import missing_inputs
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths, missing_inputs, plan_paths
 from tests.conftest import shared_path
 
 SCENARIOS = ["healthy", "switch_port_errors", "pcie_riser"]
@@ -103,3 +105,14 @@ def test_single_files_use_the_inventory_kept_in_the_store(tmp_path: Path) -> Non
     assert s.key.entity_kind == "gpu" and s.ts.tolist() == [1700000000.0]   # Prometheus text: ms
     assert np.array_equal(s.values, [60.0])
     assert "traces" in missing_inputs(store)
+
+
+def test_the_readers_take_their_settings_from_the_ingest_config(tmp_path: Path) -> None:
+    from suanli.ingest.load import IngestConfig
+    from suanli.ingest.openmetrics import OpenMetricsConfig
+
+    metrics = tmp_path / "m.om"
+    metrics.write_text("g 1 1700000000\ng 2 1700000100\n# EOF\n", encoding="utf-8")
+    late = IngestConfig(openmetrics=OpenMetricsConfig(min_ts_s=1_700_000_050.0))   # the first line is too early
+    report = load_paths([metrics], DuckStore(None), config=late)
+    assert report.loaded["samples"] == 1 and report.reasons == ["m.om:1: timestamp out of range"]
