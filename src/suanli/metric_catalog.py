@@ -97,10 +97,15 @@ _ALL: tuple[MetricInfo, ...] = (
     MetricInfo("suanli_storage_read_latency_seconds", "gauge", "seconds", "storage", ("storage",),
                "storage_latency"),
     MetricInfo("suanli_sla_latency_seconds", "gauge", "seconds", "sla", ("sla_id",), "sla_latency"),
+    # what the training-side probe exposes on rank 0 (suanli.probe.metrics)
+    MetricInfo("suanli_probe_mfu", "gauge", "ratio", "job", ("job",)),
+    MetricInfo("suanli_probe_step_time_seconds", "gauge", "seconds", "job", ("job",)),
+    MetricInfo("suanli_probe_steps_total", "counter", "steps", "job", ("job",)),
+    MetricInfo("suanli_probe_spans_dropped", "gauge", "spans", "job", ("job",)),
 )
 
 METRICS: dict[str, MetricInfo] = {m.name: m for m in _ALL}
-"""Every metric suanli reads, by stored name."""
+"""Every metric suanli reads (and the probe exposes), by stored name."""
 
 _FRIENDLY: dict[str, MetricInfo] = {m.friendly: m for m in _ALL if m.friendly}
 

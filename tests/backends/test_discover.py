@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from suanli.errors import InputError
-from suanli.ingest.resolve import parse_labels
+from suanli.ingest.labels import parse_labels
 from suanli.inventory import parse_inventory
 from suanli.inventory.discover import (
     NodeSeen,
