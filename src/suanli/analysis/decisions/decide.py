@@ -18,7 +18,7 @@ from suanli.analysis.decisions.escalate import Verdict, verdict
 from suanli.analysis.decisions.model import Decision, IncidentFacts, Option, Probabilities, RankedAction
 from suanli.analysis.decisions.posterior import probabilities
 from suanli.analysis.decisions.resolve import Resolved, resolve
-from suanli.analysis.decisions.stopping import break_even
+from suanli.analysis.decisions.stopping import first_crossing
 from suanli.analysis.decisions.text import duration, money
 
 __all__ = ["DISRUPTION", "decide"]
@@ -54,17 +54,33 @@ def _option(ctx: _Ctx, effect: Effect, mode: str, delay: float, why: str) -> Opt
     return Option(mode, delay, effect.scope, total, once, after * 3600.0, text)
 
 
+def _resets(effect: Effect, horizon_s: float) -> list[float]:
+    """When the restarted jobs' checkpoints complete within the horizon (the price drops there)."""
+    out: list[float] = []
+    for j in effect.jobs:
+        t = j.to_checkpoint_s()
+        while t is not None and t < horizon_s and len(out) < 10_000:
+            out.append(t)
+            t += j.interval / j.f
+    return out
+
+
 def _stopping(ctx: _Ctx, effect: Effect) -> tuple[float | None, str]:
     rent = sum(j.rate for j in effect.jobs)
-    _, once, after = act_cost(effect, 0.0, effect.jobs, Clearing(0.0, 1.0, 0.0), ctx.horizon, ctx.res.spare_gpus,
-                              ctx.cfg)
-    rule = break_even(rent, once + after * ctx.horizon, ctx.lasted)
-    if rule.break_even_s == float("inf"):
-        return None, "stopping rule: staying costs nothing, so it never acts"
+    bare = Clearing(0.0, 1.0, 0.0)
+
+    def price(t: float) -> float:
+        _, once, after = act_cost(effect, t, effect.jobs, bare, ctx.horizon, ctx.res.spare_gpus, ctx.cfg)
+        return once + after * (ctx.horizon - t)
+
+    _, _, after = act_cost(effect, 0.0, effect.jobs, bare, ctx.horizon, ctx.res.spare_gpus, ctx.cfg)
+    slope = sum(j.dollars_per_s * j.f for j in effect.jobs) - after
+    wait = first_crossing(rent, ctx.lasted, price, slope, _resets(effect, ctx.horizon), ctx.horizon)
     line = (f"stopping rule: keep paying {ctx.m(rent * 3600)}/h while the sum since the onset "
-            f"({ctx.m(rent * ctx.lasted)} so far) stays below the cost of acting ({ctx.m(rule.buy)}); "
-            f"break-even {duration(rule.break_even_s)} after the onset (2-competitive)")
-    return rule.wait_s, line
+            f"({ctx.m(rent * ctx.lasted)} so far) stays below the cost of acting ({ctx.m(price(0.0))} now)")
+    if wait is None:
+        return None, line + f"; they do not meet within {duration(ctx.horizon)}"
+    return wait, line + (f"; they meet in {duration(wait)}, at {ctx.m(price(wait))}" if wait > 0 else "")
 
 
 class _Best:
@@ -89,7 +105,7 @@ def _options(ctx: _Ctx, effect: Effect) -> _Best:
     if not ctx.probs.may_clear:
         return _Best(cheapest, tuple(opts))
     wait, line = _stopping(ctx, effect)
-    if wait is None or wait >= ctx.horizon:
+    if wait is None:
         return _Best(cheapest, tuple(opts), line + " -> waits past the horizon", waits_out=True)
     if wait <= 0.0:
         return _Best(cheapest, tuple(opts), line + " -> reached: act")
@@ -102,7 +118,8 @@ def _rank(ctx: _Ctx) -> tuple[list[RankedAction], list[str], set[tuple[str, str]
     rule_lines: list[str] = []
     waits_out: set[tuple[str, str]] = set()
     esc = ctx.verdict.escalation
-    for allowed in ctx.facts.allowed:
+    unique = {(a.action, a.target): a for a in reversed(ctx.facts.allowed)}     # the first of duplicates
+    for allowed in sorted(unique.values(), key=ctx.facts.allowed.index):
         got = [_options(ctx, e) for e in effects_of(allowed, ctx.facts, ctx.res, ctx.probs, ctx.verdict.points_at,
                                                     ctx.cfg)]
         best = min(got, key=lambda b: b.best.expected_cost)

@@ -21,7 +21,7 @@ from suanli.inventory import Inventory
 from suanli.store.api import Store
 from suanli.store.history import NO_HISTORY, History
 
-__all__ = ["allowed_of", "capacity_of", "code_of", "incident_facts", "job_facts", "suspect_of"]
+__all__ = ["allowed_of", "capacity_of", "code_of", "incident_facts", "job_arrays", "job_facts", "suspect_of"]
 
 _XID = re.compile(r"\bXid (\d{1,4})\b")
 
@@ -98,7 +98,9 @@ def job_facts(base: JobFacts, step_end: np.ndarray, step_s: np.ndarray, ckpt_end
                     base.gpus_on_suspect, base.degraded)
 
 
-def _spans(store: Store, job_id: str, now_s: float) -> tuple[np.ndarray, ...]:
+def job_arrays(store: Store, job_id: str, now_s: float) -> tuple[np.ndarray, ...]:
+    """(step ends, step durations, checkpoint_save ends, init starts) of a job up to ``now_s``; a
+    step runs from its first rank's start to its last rank's end."""
     steps = store.spans(job_id=job_id, names=["train_step"], end=now_s)
     known = steps.step >= 0
     order = np.argsort(steps.step[known], kind="stable")
@@ -122,7 +124,7 @@ def incident_facts(store: Store, inv: Inventory, *, incident_id: str, category: 
                       if r.gpu in inv.gpus and inv.gpus[r.gpu].node in suspect.nodes} - set(behind))
     jobs = []
     for jid, degraded in [(j, True) for j in behind] + [(j, False) for j in sharing]:
-        ends, durs, ckpt, init = _spans(store, jid, now_s)
+        ends, durs, ckpt, init = job_arrays(store, jid, now_s)
         jobs.append(job_facts(_static(inv, jid, suspect, degraded), ends, durs, ckpt, init, onset_s, now_s, config))
     code, asks = code_of(evidence)
     return IncidentFacts(incident_id, category, root_kind, root_id, onset_s, now_s, allowed_of(actions),
