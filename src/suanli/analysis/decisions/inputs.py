@@ -8,7 +8,7 @@ that read the diagnosis JSON instead (bench/decisions.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,10 @@ from suanli.inventory import Inventory
 from suanli.store.api import Store
 from suanli.store.history import NO_HISTORY, History
 
-__all__ = ["allowed_of", "capacity_of", "code_of", "incident_facts", "job_arrays", "job_facts", "suspect_of"]
+__all__ = ["Arrays", "allowed_of", "capacity_of", "code_of", "facts_for", "incident_facts", "job_arrays", "job_base", "job_facts", "suspect_of"]
+
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""(step ends, step durations, checkpoint_save ends, init starts) of one job."""
 
 _XID = re.compile(r"\bXid (\d{1,4})\b")
 
@@ -76,7 +79,8 @@ def capacity_of(inv: Inventory, exclude: Iterable[str] = ()) -> Capacity:
     return Capacity(spare_gpus=sum(len(n.gpus) for n in free), spare_nodes=len(free))
 
 
-def _static(inv: Inventory, job_id: str, suspect: Suspect, degraded: bool) -> JobFacts:
+def job_base(inv: Inventory, job_id: str, suspect: Suspect, degraded: bool = True) -> JobFacts:
+    """What the inventory says of a job: its GPUs, price, ranks on the suspect node(s), ``elastic``."""
     job = inv.jobs[job_id]
     gpus = len(job.ranks) or job.world_size
     price = next((p for r in job.ranks if (p := inv.gpu_price(r.gpu))), None)
@@ -98,7 +102,7 @@ def job_facts(base: JobFacts, step_end: np.ndarray, step_s: np.ndarray, ckpt_end
                     base.gpus_on_suspect, base.degraded)
 
 
-def job_arrays(store: Store, job_id: str, now_s: float) -> tuple[np.ndarray, ...]:
+def job_arrays(store: Store, job_id: str, now_s: float) -> Arrays:
     """(step ends, step durations, checkpoint_save ends, init starts) of a job up to ``now_s``; a
     step runs from its first rank's start to its last rank's end."""
     steps = store.spans(job_id=job_id, names=["train_step"], end=now_s)
@@ -113,19 +117,23 @@ def job_arrays(store: Store, job_id: str, now_s: float) -> tuple[np.ndarray, ...
     return ends, ends - starts, ckpt.end_s, init.start_s
 
 
-def incident_facts(store: Store, inv: Inventory, *, incident_id: str, category: str, root_kind: str,
-                   root_id: str, onset_s: float, now_s: float, job_ids: Iterable[str],
-                   actions: Sequence[Mapping[str, Any]], evidence: Iterable[str] = (),
-                   history: History = NO_HISTORY, config: DecisionConfig = DEFAULT_CONFIG) -> IncidentFacts:
-    """Everything :func:`~suanli.analysis.decisions.decide` needs about one incident."""
+def facts_for(inv: Inventory, arrays: Callable[[str], Arrays], *, incident_id: str, category: str, root_kind: str,
+              root_id: str, onset_s: float, now_s: float, job_ids: Iterable[str],
+              actions: Sequence[Mapping[str, Any]], evidence: Iterable[str] = (),
+              history: History = NO_HISTORY, config: DecisionConfig = DEFAULT_CONFIG) -> IncidentFacts:
+    """Everything :func:`~suanli.analysis.decisions.decide` needs about one incident, with each
+    job's span arrays from ``arrays(job_id)`` (the store's, or a trace file's)."""
     suspect = suspect_of(inv, root_kind, root_id)
     behind = [j for j in job_ids if j in inv.jobs]
     sharing = sorted({r.job for j in inv.jobs.values() for r in j.ranks
                       if r.gpu in inv.gpus and inv.gpus[r.gpu].node in suspect.nodes} - set(behind))
-    jobs = []
-    for jid, degraded in [(j, True) for j in behind] + [(j, False) for j in sharing]:
-        ends, durs, ckpt, init = job_arrays(store, jid, now_s)
-        jobs.append(job_facts(_static(inv, jid, suspect, degraded), ends, durs, ckpt, init, onset_s, now_s, config))
+    jobs = [job_facts(job_base(inv, jid, suspect, degraded), *arrays(jid), onset_s, now_s, config)
+            for jid, degraded in [(j, True) for j in behind] + [(j, False) for j in sharing]]
     code, asks = code_of(evidence)
     return IncidentFacts(incident_id, category, root_kind, root_id, onset_s, now_s, allowed_of(actions),
                          tuple(jobs), suspect, capacity_of(inv, suspect.nodes), code, asks, inv.currency, history)
+
+
+def incident_facts(store: Store, inv: Inventory, *, now_s: float, **kw: Any) -> IncidentFacts:
+    """:func:`facts_for` with the spans read from the store (the pipeline's actions stage)."""
+    return facts_for(inv, lambda job: job_arrays(store, job, now_s), now_s=now_s, **kw)
