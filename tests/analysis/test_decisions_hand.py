@@ -205,3 +205,34 @@ def test_a_fault_that_may_clear_waits_until_the_degraded_sum_reaches_the_cost_of
     d2 = decide(late, cfg)
     assert d2.chosen is not None and d2.chosen.best.mode in ("immediate", "after_checkpoint")
     assert any("reached: act" in line for line in d2.evidence)
+
+
+def test_a_stalled_job_pays_no_option_for_work_it_has_already_lost() -> None:
+    # A GPU fell off the bus: the job stopped, the 500 s of work since its checkpoint are gone whatever is done.
+    # stay: the whole job idles, D x 14,400;  restart without the node: D x (R + Q) = 600 D (no work to redo).
+    lost = CategoryPrior(NOTHING, 3600.0, NOTHING, NOTHING, NOTHING)
+    job = JobFacts("llama", 16, 2.5, 1.6, None, True, 500.0, 1440.0, 300.0, False, 8)
+    f = IncidentFacts("inc-l", "gpu_lost", "gpu", GPU, 1e9, 1e9 + 120, (AllowedAction("reschedule_job", "llama"),),
+                      (job,), Suspect(GPU, None, (), ("node-002",), 8), Capacity(spare_gpus=8), currency="USD")
+    d = decide(f, DecisionConfig(priors={"gpu_lost": lost}))
+    D = 16 * 2.5 / 3600
+    assert d.stay_cost == pytest.approx(14400 * D, rel=1e-6)
+    assert d.chosen is not None and d.chosen.expected_cost == pytest.approx(600 * D, rel=1e-6)
+    assert [o.mode for o in d.chosen.options] == ["immediate"]        # no checkpoint is coming
+
+
+@pytest.mark.parametrize(("fix", "wins"), [((3.0, 1.0), "drain_node"), ((1.0, 0.0), "reset_gpu")])
+def test_a_gpu_reset_wins_only_when_it_is_likely_to_fix_the_fault(fix: tuple[float, float], wins: str) -> None:
+    # Reset in place: D (48 + 300 + 60) = 408 D now, and with P(fixes) = φ the slowness stays with 1 - φ for the
+    # horizon: + (1 - φ) 0.2 D 14,400.  Per-GPU drain onto a spare: D (48 + 300 + 120) = 468 D.
+    # φ = 3/4: 408 + 720 = 1,128 D > 468 D -> drain.  φ = 1 (Beta(1, 0)): 408 D < 468 D -> reset.
+    cfg = DecisionConfig(priors={"gpu_straggler": CategoryPrior(NOTHING, 1800.0, NOTHING, fix, NOTHING)})
+    f = _facts(16, 2.5, 30, 8, allowed=("drain_node",))
+    f = IncidentFacts(f.incident_id, f.category, f.root_kind, f.root_id, f.onset_s, f.now_s,
+                      (*f.allowed, AllowedAction("reset_gpu", GPU)), f.jobs, f.suspect, f.capacity, currency="USD")
+    d = decide(f, cfg)
+    D = 16 * 2.5 / 3600
+    phi = fix[0] / (fix[0] + fix[1])
+    reset = next(r for r in d.ranked if r.allowed.action == "reset_gpu")
+    assert reset.expected_cost == pytest.approx((408 + (1 - phi) * 0.2 * 14400) * D, rel=1e-6)
+    assert d.chosen is not None and d.chosen.allowed.action == wins

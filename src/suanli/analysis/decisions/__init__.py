@@ -20,10 +20,17 @@ from suanli.analysis.decisions.model import (
     RankedAction,
     Suspect,
 )
-from suanli.analysis.decisions.render import IncidentSaving, Savings, actions_json, decision_json, savings
+from suanli.analysis.decisions.render import (
+    IncidentSaving,
+    Savings,
+    actions_json,
+    decision_json,
+    plan_of,
+    savings,
+)
 
 __all__ = [
     "DEFAULT_PRIORS", "AllowedAction", "Capacity", "CategoryPrior", "Decision", "DecisionConfig", "Escalation",
     "IncidentFacts", "IncidentSaving", "JobFacts", "Option", "Plan", "Probabilities", "RankedAction", "Savings",
-    "Suspect", "actions_json", "decide", "decision_json", "merge_resets", "savings", "supersede",
+    "Suspect", "actions_json", "decide", "decision_json", "merge_resets", "plan_of", "savings", "supersede",
 ]

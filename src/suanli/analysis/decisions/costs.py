@@ -10,8 +10,8 @@ within the horizon ``H`` (uniformly in time), each crash costing ``C_j = G_j·p_
 * stay: ``Σ r_j·M(H) + (1 - q)·e·Σ C_j``.
 * act at ``t`` with an effect that restarts the jobs ``A``: the other jobs as in staying, and for
   ``A``: ``Σ r_j·M(t) + (1 - q)·e·(t/H)·Σ C_j + S(t)·[Σ B_j(t) + (ρ + Σ z_j)·(H - t)]``, where
-  ``B_j(t) = G_j·p_j·(u_j(t) + R_j + X)`` (work since the checkpoint at ``t`` redone, restart,
-  the action's own time ``X``), ``z_j`` the job's loss rate afterwards (0 with a spare; the lost
+  ``B_j(t) = G_j·p_j·(u_j(t) + R_j + X)`` (work since the checkpoint at ``t`` redone, none for a
+  stalled job whose work is lost anyway; restart; the action's own time ``X``), ``z_j`` the job's loss rate afterwards (0 with a spare; the lost
   GPUs' share if it shrinks; the whole job if it stalls; plus ``(1 - φ)·r_j`` when the action
   fixes the fault only with probability ``φ``) and ``ρ`` the healthy GPUs it leaves idle.
 """
@@ -104,7 +104,7 @@ def act_cost(effect: Effect, delay_s: float, all_jobs: tuple[Job, ...], clearing
     persist = 1.0 - clearing.q
     waiting = sum(j.rate * clearing.degraded_s(t) + persist * clearing.escalate * (t / horizon_s) * crash_cost(j, cfg)
                   for j in effect.jobs)
-    once = sum(j.dollars_per_s * (j.progress_at(t) + j.restart_s + effect.extra_s) for j in effect.jobs)
+    once = sum(j.dollars_per_s * (j.redo_s(t) + j.restart_s + effect.extra_s) for j in effect.jobs)
     rates, _ = after_rates(effect, spare_gpus)
     after = sum(rates) + effect.idle_per_s
     total = rest + waiting + clearing.still_there(t) * (once + after * (horizon_s - t))

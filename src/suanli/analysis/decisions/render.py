@@ -12,9 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from suanli.analysis.decisions.escalate import Plan
 from suanli.analysis.decisions.model import Decision, IncidentFacts, RankedAction
 
-__all__ = ["IncidentSaving", "Savings", "actions_json", "decision_json", "savings"]
+__all__ = ["IncidentSaving", "Savings", "actions_json", "decision_json", "plan_of", "savings"]
 
 
 def _c(x: float) -> float:
@@ -59,6 +60,17 @@ def decision_json(d: Decision) -> dict[str, Any]:
                                                          "reason": d.escalation.reason},
         "assumptions": list(d.assumptions),
     }
+
+
+def plan_of(d: Decision, facts: IncidentFacts) -> Plan | None:
+    """The chosen remediation as a :class:`Plan`, for :func:`supersede` across incidents (None: stay)."""
+    if d.chosen is None:
+        return None
+    a, scope = d.chosen.allowed, d.chosen.best.scope
+    node = facts.suspect.nodes[0] if facts.suspect.nodes else None
+    gpu = facts.suspect.gpu_id if scope == "gpu" or a.action in ("reset_gpu", "retire_gpu") else None
+    return Plan(a.action, a.target, a.target if a.action == "drain_node" else node, gpu,
+                "gpu" if gpu is not None else "node")
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,11 @@ class Job:
         cycles = math.floor(done / self.interval + 1e-9)     # a checkpoint reached exactly resets to 0
         return max(0.0, done - cycles * self.interval)
 
+    def redo_s(self, t: float) -> float:
+        """Work a restart after ``t`` more seconds throws away: the work since the checkpoint, unless
+        the job has stalled (then it is lost whatever is done, so no option pays for it)."""
+        return self.progress_at(t) if self.f > 0.0 else 0.0
+
     def to_checkpoint_s(self) -> float | None:
         """Seconds until the next checkpoint completes at the current pace; None when stalled."""
         if self.f <= 0.0:
