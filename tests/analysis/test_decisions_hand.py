@@ -21,6 +21,7 @@ Both sides are multiples of D = G·p/3600, so job size and price never move this
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -236,3 +237,16 @@ def test_a_gpu_reset_wins_only_when_it_is_likely_to_fix_the_fault(fix: tuple[flo
     reset = next(r for r in d.ranked if r.allowed.action == "reset_gpu")
     assert reset.expected_cost == pytest.approx((408 + (1 - phi) * 0.2 * 14400) * D, rel=1e-6)
     assert d.chosen is not None and d.chosen.allowed.action == wins
+
+
+@pytest.mark.parametrize(("pod_gpus", "stalls"), [(1, False), (8, True)])
+def test_a_per_gpu_drain_moves_the_whole_pod_that_holds_the_gpu(pod_gpus: int, stalls: bool) -> None:
+    # Four spare GPUs. A pod per GPU: one moves, (48 + 300 + 120) D = 468 D. One pod holding all 8 GPUs of the
+    # node: 8 must move, only 4 are free, the fixed-size job stalls for the horizon: 468 D + 14,400 D.
+    f = _facts(16, 2.5, 30, spare_gpus=4, allowed=("drain_node",))
+    f = dataclasses.replace(f, jobs=(dataclasses.replace(f.jobs[0], gpus_in_suspect_pods=pod_gpus),))
+    d = decide(f, CFG)
+    D = 16 * 2.5 / 3600
+    gpu = next(o for o in d.ranked[0].options if o.scope == "gpu" and o.mode == "immediate")
+    assert gpu.expected_cost == pytest.approx((468 + (14400 if stalls else 0)) * D, rel=1e-6)
+    assert (d.chosen is None) is stalls

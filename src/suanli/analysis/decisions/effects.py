@@ -3,8 +3,8 @@
 | action | effect |
 | --- | --- |
 | ``reschedule_job`` (target a job) | restart it from its last checkpoint without the suspect node(s); needs their GPUs from the spares; a job-level fault restarts in place |
-| ``drain_node`` (target a node) | scope ``node``: every job with ranks there restarts without it, its healthy GPUs idle until the repair; for a fault on one GPU also scope ``gpu``: drain only the pods on that GPU (by UUID), one spare GPU per job |
-| ``retire_gpu`` (the suspect GPU) | as the per-GPU drain: its job continues on a replacement GPU |
+| ``drain_node`` (target a node) | scope ``node``: every job with ranks there restarts without it, its healthy GPUs idle until the repair; for a fault on one GPU also scope ``gpu``: drain only the pods on that GPU (by UUID); the GPUs of those pods need spares |
+| ``retire_gpu`` (the suspect GPU) | as the per-GPU drain: its pod continues on spare GPUs |
 | ``reset_gpu`` (the suspect GPU) | its jobs restart in place after the reset; fixes with the posterior P(a reset fixes it) |
 | ``mark_degraded``, ``notify``, ``open_ticket``, anything else | changes nothing for the running jobs: costed as staying |
 
@@ -65,8 +65,9 @@ def _drain(a: AllowedAction, facts: IncidentFacts, res: Resolved, points_at: str
                   max(healthy, 0) * price)]
     if facts.suspect.gpu_id and on_node:
         gj = _gpu_jobs(res)
-        out.append(Effect("gpu", f"drain only the pods on {facts.suspect.gpu_id}", gj, cfg.pod_replace_s,
-                          tuple(1 for _ in gj), fix))
+        moving = max((j.pod_gpus for j in gj), default=1)
+        label = f"drain only the pods on {facts.suspect.gpu_id}" + (f" ({moving} GPUs move)" if moving > 1 else "")
+        out.append(Effect("gpu", label, gj, cfg.pod_replace_s, tuple(j.pod_gpus for j in gj), fix))
     return out
 
 
@@ -78,8 +79,8 @@ def _gpu_action(a: AllowedAction, facts: IncidentFacts, res: Resolved, probs: Pr
     if a.action == "reset_gpu":
         return [Effect("gpu", f"reset {facts.suspect.gpu_id}", gj, cfg.gpu_reset_s, tuple(0 for _ in gj),
                        probs.reset_fix)]
-    return [Effect("gpu", f"retire {facts.suspect.gpu_id}, its rank on a spare GPU", gj, cfg.pod_replace_s,
-                   tuple(1 for _ in gj), _exclusion_fix(facts, points_at))]
+    return [Effect("gpu", f"retire {facts.suspect.gpu_id}, its pod on spare GPUs", gj, cfg.pod_replace_s,
+                   tuple(j.pod_gpus for j in gj), _exclusion_fix(facts, points_at))]
 
 
 def effects_of(a: AllowedAction, facts: IncidentFacts, res: Resolved, probs: Probabilities,

@@ -86,8 +86,9 @@ def job_base(inv: Inventory, job_id: str, suspect: Suspect, degraded: bool = Tru
     price = next((p for r in job.ranks if (p := inv.gpu_price(r.gpu))), None)
     on = sum(1 for r in job.ranks if r.gpu in inv.gpus and inv.gpus[r.gpu].node in suspect.nodes)
     elastic = job.extra.get("elastic")
+    in_pods = sum(1 for r in job.ranks if r.pod and r.pod in suspect.pods) if suspect.pods else None
     return JobFacts(job_id, gpus, price, elastic=elastic if isinstance(elastic, bool) else None,
-                    gpus_on_suspect=on if job.ranks else None, degraded=degraded)
+                    gpus_on_suspect=on if job.ranks else None, degraded=degraded, gpus_in_suspect_pods=in_pods)
 
 
 def job_facts(base: JobFacts, step_end: np.ndarray, step_s: np.ndarray, ckpt_end: np.ndarray,
@@ -99,7 +100,7 @@ def job_facts(base: JobFacts, step_end: np.ndarray, step_s: np.ndarray, ckpt_end
     return JobFacts(base.job_id, base.gpus, base.gpu_hour_price, p.healthy_step_s, p.current_step_s, p.stalled,
                     c.progress_since_checkpoint_s, c.checkpoint_interval_s,
                     restart_time(init_start, np.asarray(step_end) - np.asarray(step_s)), base.elastic,
-                    base.gpus_on_suspect, base.degraded)
+                    base.gpus_on_suspect, base.degraded, base.gpus_in_suspect_pods)
 
 
 def job_arrays(store: Store, job_id: str, now_s: float) -> Arrays:

@@ -40,6 +40,9 @@ class JobFacts:
     """Its GPUs on the suspect node(s): what restarting without them needs from the spares."""
     degraded: bool = True
     """False for a job only sharing the node: not slowed, but a node drain evicts it."""
+    gpus_in_suspect_pods: int | None = None
+    """Its GPUs in the pods that hold the suspect GPU: a per-GPU drain moves them all (a pod of 8
+    GPUs needs 8 spares). None: unknown, counted as one (a pod per GPU)."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class Job:
     elastic: bool
     on_suspect: int
     degraded: bool
+    pod_gpus: int
+    """GPUs a per-GPU drain moves (those sharing the suspect GPU's pods)."""
 
     @property
     def dollars_per_s(self) -> float:
@@ -131,8 +133,11 @@ def _job(j: JobFacts, category: str, node_gpus: int, n: _Notes, cfg: DecisionCon
         n.lines.append(f"elastic {j.job_id}: unknown -> {'yes' if cfg.default_elastic else 'no'}")
     on_suspect = int(n.num(j.gpus_on_suspect, f"GPUs of {j.job_id} on the suspect node(s)",
                            float(min(gpus, node_gpus)), MAX_GPUS))
+    pod_gpus = 1 if j.gpus_in_suspect_pods is None else int(
+        n.num(j.gpus_in_suspect_pods, f"GPUs of {j.job_id} in the suspect GPU's pods", 1.0, MAX_GPUS, lo=1.0))
     return Job(j.job_id, gpus, price, _pace(j, category, n), min(u0, interval), interval, restart,
-               cfg.default_elastic if j.elastic is None else j.elastic, min(on_suspect, gpus), j.degraded)
+               cfg.default_elastic if j.elastic is None else j.elastic, min(on_suspect, gpus), j.degraded,
+               min(pod_gpus, gpus))
 
 
 def _spares(c: Capacity, node_gpus: int, n: _Notes, cfg: DecisionConfig) -> int:
