@@ -158,6 +158,9 @@ def _summary(rows: list[dict[str, Any]], sizes: tuple[int, ...], seconds: float)
         worse = sum(1 for r in rs if r["ranked"] > r["table"] + 0.005)
         out.append(f"| {'all' if n is None else n} | {len(rs)} | {stay:,.0f} | {table:,.0f} | {ranked:,.0f} | "
                    f"{stay - ranked:,.0f} | {table - ranked:,.0f} | {worse} |")
+    out.append("\n\"Ranked dearer than table\": faults that may clear by themselves (a fail-slow link, a link "
+               "that went down) where the stopping rule keeps waiting although acting now is cheaper in expectation "
+               "under the priors; the wait is what bounds the loss when the fault clears (docs/decisions.md).")
     out.append(f"\nWall time {seconds:.0f} s (simulate + diagnose + decide, 2 shared cores).")
     return out
 
