@@ -4,20 +4,21 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBS := prometheus prometheus-alertmanager chromium
+DEBS := prometheus prometheus-alertmanager chromium victoria-metrics
 
-.PHONY: test demo install debs lint typecheck pytest bench clean
+.PHONY: test demo install debs lint typecheck pytest bench clean proto
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev,probe-torch]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
 debs:
-	@missing=""; for p in promtool amtool chromium; do command -v $$p >/dev/null 2>&1 || missing=1; done; \
+	@missing=""; for p in promtool amtool chromium victoria-metrics vmalert; do command -v $$p >/dev/null 2>&1 || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS); \
 	fi
@@ -38,6 +39,9 @@ demo: $(STAMP)
 
 bench: $(STAMP) debs
 	$(BIN)/python bench/run.py
+
+proto: $(STAMP)
+	$(BIN)/python proto/generate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -8,7 +8,7 @@ trace file (read here as plain OTLP JSON). Three policies are costed over the sa
 the same model (suanli.analysis.decisions):
 
 * do nothing: stay degraded;
-* the fixed table: every action of `_DEFAULT_ACTIONS[category]` (incidents/diagnose.py on main)
+* the fixed table: every action of the category's `default_actions` (analysis/categories.py)
   carried out at once, its cost that of its most disruptive action with an effect (a drain of the
   whole node; the table has no per-GPU drains, no timing);
 * ranked: the same table actions, ordered and timed by expected cost (what suanli now chooses),
@@ -39,7 +39,7 @@ import numpy as np
 from suanli.analysis.decisions import Decision, IncidentFacts, RankedAction, decide
 from suanli.analysis.decisions.decide import DISRUPTION
 from suanli.analysis.decisions.inputs import Arrays, facts_for
-from suanli.incidents.diagnose import _DEFAULT_ACTIONS
+from suanli.analysis.categories import policy
 from suanli.inventory import Inventory, load_inventory
 from suanli.timefmt import parse_time
 
@@ -86,10 +86,10 @@ def _trace_arrays(folder: Path) -> dict[str, Arrays]:
 
 
 def _table_actions(inc: dict[str, Any]) -> list[dict[str, Any]]:
-    """What `_DEFAULT_ACTIONS` plans for the incident, with targets as diagnose gives them."""
+    """What the category table's default actions plan for the incident, with targets as diagnose gives them."""
     root, kind = inc["root_cause"]["id"], inc["root_cause"]["kind"]
     out: list[dict[str, Any]] = []
-    for action in _DEFAULT_ACTIONS.get(inc["category"], ["notify"]):
+    for action in policy(inc["category"]).default_actions:
         if action == "reschedule_job":
             out.extend({"action": action, "target": j} for j in inc["impact"]["jobs"])
         elif action == "drain_node" and kind in ("gpu", "nic"):

@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from suanli.commands import run_diagnosis
+from suanli.pipeline import diagnose_folder
+from suanli.report import diagnosis_json
 from suanli.sim import list_scenarios, simulate
 from suanli.timefmt import parse_time
 
@@ -47,10 +48,9 @@ def _one(name: str, seed: int, nodes: int, minutes: float, tmp: Path) -> dict[st
     folder = simulate(name, tmp / f"{name}-{seed}-{nodes}", seed=seed, nodes=nodes, minutes=minutes)
     truth = json.loads((folder / "truth.json").read_text())
     t0 = time.perf_counter()
-    diag, store, _inv = run_diagnosis(folder, None, None, None, None)
+    diag = diagnose_folder(folder)
     elapsed = time.perf_counter() - t0
-    store.close()
-    got = diag.to_json()["incidents"]
+    got = diagnosis_json(diag)["incidents"]
     found, delays, late = 0, [], []
     budgets = _budgets()
     for fault in truth["faults"]:
@@ -71,8 +71,7 @@ def _one(name: str, seed: int, nodes: int, minutes: float, tmp: Path) -> dict[st
 def _big_run(tmp: Path) -> float:
     folder = simulate("switch_port_errors", tmp / "big", seed=7, nodes=128, minutes=60)
     t0 = time.perf_counter()
-    _diag, store, _inv = run_diagnosis(folder, None, None, None, None)
-    store.close()
+    diagnose_folder(folder)
     return time.perf_counter() - t0
 
 

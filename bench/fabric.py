@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from suanli.analysis.latency import build_matrix, classify, detect
-from suanli.analysis.stragglers import phase_matrix, straggler_scores
-from suanli.analysis.tomography import FabricGraph, localise
+from suanli.analysis.fabric.latency import build_matrix, classify, detect
+from suanli.analysis.fabric.stragglers import phase_matrix, straggler_scores
+from suanli.analysis.fabric.tomography import FabricGraph, localise
 from suanli.store.api import SpanFrame
 
 LEAVES, PER_LEAF, NICS, SPINES, UPLINKS = 40, 32, 8, 8, 2

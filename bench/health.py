@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suanli.analysis.degradation import DegradationConfig, bin_event_times, fit_nhpp, recommend
-from suanli.analysis.health_score import health_score, score_terms
+from suanli.analysis.health.degradation import DegradationConfig, bin_event_times, fit_nhpp, recommend
+from suanli.analysis.health.score import health_score, score_terms
 
 RESULTS = Path(__file__).resolve().parent / "results" / "health.md"
 HISTORY_DAYS = 30.0

@@ -106,11 +106,12 @@ print(json.dumps({"rc": proc.returncode, "wall_s": wall, "peak_rss_kib": peak_ki
 _SUANLI = """
 import sys
 from pathlib import Path
+from suanli.ingest.load import load_metrics
 from suanli.ingest.records import IngestReport
 from suanli.store.duck import DuckStore
 store = DuckStore(Path(sys.argv[2]))
 report = IngestReport()
-store.load_openmetrics(Path(sys.argv[1]), None, report)
+load_metrics(Path(sys.argv[1]), store, None, report)
 store.close()
 import time
 store = DuckStore(Path(sys.argv[2]))
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> str:
         loaded, _, query_s, per_series = str(suanli["out"]).split()[:4]
         if int(loaded) != written:
             raise RuntimeError(f"suanli loaded {loaded} of {written} samples")
-        rows.append(("suanli DuckStore.load_openmetrics (DuckDB file)", suanli))
+        rows.append(("suanli load_metrics (DuckDB file)", suanli))
         if promtool:
             rows.append(("promtool create-blocks-from openmetrics",
                          run_child([promtool, "tsdb", "create-blocks-from", "openmetrics", str(data),

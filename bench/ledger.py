@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from suanli.analysis.economics import EconomicsConfig
-from suanli.analysis.goodput import GoodputConfig, split_job
-from suanli.analysis.ledger_job import JobInputs, build_job_ledger
+from suanli.analysis.ledger.economics import EconomicsConfig
+from suanli.analysis.ledger.goodput import GoodputConfig, split_job
+from suanli.analysis.ledger.job import JobInputs, build_job_ledger
 from suanli.inventory.model import Job, ModelShape
 from suanli.store.api import SpanFrame
 

@@ -1,4 +1,4 @@
-"""Span ingest benchmark: the DuckDB bulk path (``suanli.store.duck_otlp``) vs the Python parser.
+"""Span ingest benchmark: the DuckDB bulk path (``suanli.ingest.bulk_otlp``) vs the Python parser.
 
 Writes a simulator scenario (``seed_optical_ber``, 8 nodes, its default 20 minutes: ~1.3 M spans,
 ~390 MB of OTLP JSON lines), then loads its ``traces.otlp.jsonl`` into two in-memory DuckStores in
@@ -33,11 +33,11 @@ def _rows(store: Any) -> list[tuple[Any, ...]]:
 
 
 def run(folder: Path) -> dict[str, Any]:
+    from suanli.ingest.load import load_traces
     from suanli.ingest.otlp import read_otlp
     from suanli.ingest.records import IngestReport
     from suanli.inventory import parse_inventory
     from suanli.store.duck import DuckStore
-    from suanli.store.duck_otlp import load_otlp_jsonl
 
     inv = folder / "inventory.yaml"
     resolver = parse_inventory(inv.read_text(encoding="utf-8"), source=str(inv)).resolver
@@ -47,7 +47,7 @@ def run(folder: Path) -> dict[str, Any]:
     slow.add_spans(read_otlp(traces, resolver, IngestReport()))
     slow.flush()
     t1 = time.perf_counter()
-    bulk = load_otlp_jsonl(fast, traces, resolver, IngestReport())
+    bulk = load_traces(traces, fast, resolver, IngestReport())
     t2 = time.perf_counter()
     same = _rows(slow) == _rows(fast)
     n = int(fast.con.execute("SELECT count(*) FROM spans").fetchall()[0][0])

@@ -19,7 +19,7 @@ from suanli.analysis.decisions.config import DEFAULT_CONFIG
 from suanli.analysis.decisions.inputs import incident_facts, job_arrays, job_facts
 from suanli.inventory import Inventory, load_inventory
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths
+from suanli.ingest.load import load_paths
 from suanli.timefmt import parse_time
 from tests.cli.helpers import run
 from tests.conftest import shared_path

@@ -418,12 +418,12 @@ def test_diagnose_with_a_rule_file_that_does_not_exist(spans_and_logs: tuple[Pat
 # --------------------------------------------------------------------------- internal errors
 
 def test_internal_error_is_one_line_and_traceback_only_with_debug(monkeypatch: pytest.MonkeyPatch) -> None:
-    import suanli.commands
+    import suanli.cli.rules
 
     def boom(*_: object) -> int:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(suanli.commands, "rules_check_cmd", boom)
+    monkeypatch.setattr(suanli.cli.rules, "rules_check_cmd", boom)
     res = invoke("rules", "check")
     lines = res.stderr.strip().splitlines()
     assert res.exit_code == 1

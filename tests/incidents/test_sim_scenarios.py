@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from suanli.commands import run_diagnosis
+from suanli.pipeline import diagnose_folder
+from suanli.report import diagnosis_json
 from suanli.sim import list_scenarios, simulate
 
 NAMES = [name for name, _ in list_scenarios()]
@@ -30,9 +31,7 @@ def test_each_fault_is_one_incident_at_its_root(name: str, seed: int, nodes: int
                                                 tmp_path: Path) -> None:
     folder = simulate(name, tmp_path / name, seed=seed, nodes=nodes, minutes=_minutes(name, minutes))
     truth = json.loads((folder / "truth.json").read_text())
-    diag, store, _inv = run_diagnosis(folder, None, None, None, None)
-    store.close()
-    got = diag.to_json()
+    got = diagnosis_json(diagnose_folder(folder))
     assert got["analysis_errors"] == []
     pairs = sorted((i["category"], i["root_cause"]["id"]) for i in got["incidents"])
     want = sorted((f["category"], f["root_cause"]["id"]) for f in truth["faults"])

@@ -393,3 +393,24 @@ def test_a_missing_file_is_one_input_error(tmp_path: Path) -> None:
     for reader in (read_log, read_otlp):
         with pytest.raises(InputError, match=r"nope\.log: cannot read"):
             list(reader(tmp_path / "nope.log", None, IngestReport()))
+
+
+def test_xid_and_aer_carry_their_gpu_whatever_the_domain_or_where_the_text_names_it() -> None:
+    from suanli.inventory import parse_inventory
+
+    inv = parse_inventory("cluster: c\nracks:\n  - id: r\n    nodes:\n      - id: node-001\n        gpus:\n"
+                          "          - {index: 0, uuid: GPU-a, pci_bus_id: '00000000:18:00.0'}\n")
+    t = [_iso(T0 + timedelta(seconds=i)) for i in range(3)]
+    lines = [
+        f"{t[0]} node-001 kernel: NVRM: Xid (PCI:0001:18:00): 79, pid=1, name=python, GPU has fallen off the bus.",
+        f"{t[1]} node-001 kernel: pcieport 0000:17:01.0: AER: device recovery failed for 0000:18:00.0",
+        f"{t[2]} node-001 kernel: pcieport 0000:17:01.0: AER: device recovery failed",
+    ]
+    events, _ = _parse(lines, inv.resolver, LogConfig(aer_downstream_bus=False))
+    placed = [(e.kind, e.entity_kind, e.entity_id, e.attrs.get("entity_via")) for e in events]
+    assert placed == [
+        ("xid", "gpu", "node-001/gpu0", "a PCI address in the record, any domain"),
+        ("aer", "gpu", "node-001/gpu0", "a PCI address in the record, any domain"),
+        ("aer", "node", "node-001", None),                 # names no GPU's address: stays on the node
+    ]
+    assert events[0].attrs["pci_bus_id"] == "0001:18:00.0"

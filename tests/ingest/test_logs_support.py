@@ -64,6 +64,19 @@ class InventoryResolver:
             return self.by_pci.get((host, _pci(pci_bus_id)))
         return None
 
+    def gpu_any(self, text: str, host: str | None = None) -> str | None:
+        """A GPU by canonical id (``node/gpuN``), UUID, or with the host its PCI bus id."""
+        node, sep, index = text.partition("/gpu")
+        if sep and index.isdecimal():
+            return self.by_index.get((node, int(index)))
+        if text in self.by_uuid:
+            return self.by_uuid[text]
+        return self.gpu(host=host, pci_bus_id=text) if host else None
+
+    def gpu_in_any_domain(self, host: str, pci_bus_id: str) -> str | None:
+        """The GPU at that bus, device and function whatever the domain (this table has no domains)."""
+        return self.by_pci.get((host, _pci(pci_bus_id)))
+
     def nic(self, *, host: str | None = None, device: str | None = None, mac: str | None = None,
             pci_bus_id: str | None = None) -> str | None:
         if host is None or pci_bus_id is None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from suanli.ingest.load import load_metrics
 from suanli.ingest.openmetrics import (
     LabelError,
     detect_format,
@@ -156,7 +157,7 @@ def _both(path: Path, **kw: object) -> tuple[list[float], IngestReport, list[flo
     stream, bulk = IngestReport(), IngestReport()
     ts_s = [t for _, ts, _ in read_openmetrics(path, None, stream, **kw) for t in ts.tolist()]  # type: ignore[arg-type]
     store = DuckStore(None)
-    store.load_openmetrics(path, None, bulk, **kw)  # type: ignore[arg-type]
+    load_metrics(path, store, None, bulk, **kw)  # type: ignore[arg-type]
     got = [t for m in store.metrics() for s in store.series(m) for t in s.ts.tolist()]
     store.close()
     return ts_s, stream, got, bulk
@@ -192,7 +193,7 @@ def test_stray_timestamps_are_reported_but_do_not_stretch_the_time_range(tmp_pat
     list(read_openmetrics(path, None, IngestReport(), stray_ts=stray))
     assert stray == [17734.0, 1e300]
     store = DuckStore(None)
-    store.load_openmetrics(path, None, IngestReport())
+    load_metrics(path, store, None, IngestReport())
     assert store.time_range() == (float(T), float(T))       # rejected stamps are not data
     assert [s.ts.tolist() for s in store.series("g")] == [[float(T)]]
     store.close()

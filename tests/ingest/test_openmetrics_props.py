@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from suanli.ingest.load import load_metrics
 from suanli.ingest.openmetrics import parse_openmetrics, read_openmetrics
 from suanli.ingest.records import IngestReport, SeriesKey
 from suanli.store.duck import DuckStore
@@ -83,7 +84,7 @@ def test_round_trip_through_duckdb_bulk_load(series: dict[tuple[str, tuple[tuple
         path.write_text(_write(series), encoding="utf-8")
         store = DuckStore(None)
         rep = IngestReport()
-        store.load_openmetrics(path, None, rep)
+        load_metrics(path, store, None, rep)
         assert rep.rejected == 0, rep.reasons
         got = {(s.key.metric, s.key.labels): s for m in store.metrics() for s in store.series(m)}
         assert got.keys() == series.keys()
@@ -122,7 +123,7 @@ def test_bulk_and_streaming_paths_agree(lines: list[str]) -> None:
         for key, ts, vals in read_openmetrics(path, None, stream_rep, arrival_ts=ARRIVAL_S):
             expected.setdefault(key, []).extend(zip(ts.tolist(), vals.tolist(), strict=True))
         store = DuckStore(None)
-        store.load_openmetrics(path, None, bulk_rep, arrival_ts=ARRIVAL_S)
+        load_metrics(path, store, None, bulk_rep, arrival_ts=ARRIVAL_S)
         got = {s.key: s for m in store.metrics() for s in store.series(m)}
         assert set(got) == set(expected)
         for key, pts in expected.items():
@@ -145,7 +146,7 @@ def test_any_bytes_never_raise(data: bytes) -> None:
         assert n == rep.loaded.get("samples", 0)
         store = DuckStore(None)
         bulk = IngestReport()
-        store.load_openmetrics(path, None, bulk, arrival_ts=ARRIVAL_S)
+        load_metrics(path, store, None, bulk, arrival_ts=ARRIVAL_S)
         assert bulk.rejected == rep.rejected
         store.close()
 
@@ -172,7 +173,7 @@ def test_out_of_range_timestamps_are_rejected_alike(series: dict[tuple[str, tupl
         n = sum(len(ts) for _, ts, _ in read_openmetrics(path, None, stream, arrival_ts=ARRIVAL_S, stray_ts=stray))
         store = DuckStore(None)
         bulk = IngestReport()
-        store.load_openmetrics(path, None, bulk, arrival_ts=ARRIVAL_S)
+        load_metrics(path, store, None, bulk, arrival_ts=ARRIVAL_S)
         expected = [f"{path.name}:{n_good + 1 + i}: timestamp out of range" for i in range(len(far))]
         assert stream.reasons == expected and bulk.reasons == expected
         assert n == bulk.loaded["samples"] == len(good_ts)

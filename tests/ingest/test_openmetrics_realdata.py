@@ -10,7 +10,6 @@ import pytest
 
 from suanli.ingest.openmetrics import read_openmetrics
 from suanli.ingest.records import IngestReport, SeriesKey
-from suanli.ingest.resolve import InventoryLookups
 from suanli.inventory import parse_inventory
 from tests.conftest import shared_path
 
@@ -42,7 +41,7 @@ def _load(path: Path) -> tuple[list[tuple[SeriesKey, list[float]]], IngestReport
     text, uuids = _inventory_for(path)
     inv = parse_inventory(text, source=f"{path.name}-inventory")
     rep = IngestReport()
-    got = [(k, v.tolist()) for k, _, v in read_openmetrics(path, InventoryLookups(inv), rep, arrival_ts=1.0)]
+    got = [(k, v.tolist()) for k, _, v in read_openmetrics(path, inv.resolver, rep, arrival_ts=1.0)]
     return got, rep, uuids
 
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 
-from suanli.ingest.resolve import InventoryLookups, dcgm_blank_to_nan, is_dcgm_blank, series_key
-from suanli.inventory import parse_inventory
+from suanli.ingest.resolve import series_key
+from suanli.inventory import Resolver, parse_inventory
 
 INV = """
 cluster: t
@@ -40,8 +37,8 @@ jobs:
 
 
 @pytest.fixture(scope="module")
-def lookups() -> InventoryLookups:
-    return InventoryLookups(parse_inventory(INV))
+def lookups() -> Resolver:
+    return parse_inventory(INV).resolver
 
 
 CASES = [
@@ -73,7 +70,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("metric", "labels", "kind", "entity", "peer"), CASES)
-def test_series_key_maps_labels(lookups: InventoryLookups, metric: str, labels: dict[str, str],
+def test_series_key_maps_labels(lookups: Resolver, metric: str, labels: dict[str, str],
                                 kind: str | None, entity: str | None, peer: str | None) -> None:
     key = series_key(metric, labels, lookups)
     assert (key.entity_kind, key.entity_id, key.peer_id) == (kind, entity, peer)
@@ -85,12 +82,14 @@ def test_without_inventory_everything_is_kept_unresolved() -> None:
     assert key.entity_id is None and key.label("UUID") == "GPU-x"
 
 
-def test_dcgm_blank_ranges() -> None:
-    # 0x7ffffff0 = 2147483632 .. 0x7fffffff = 2147483647 (32-bit); 2**47 = 140737488355328 and up (float)
-    assert is_dcgm_blank(2147483632.0) and is_dcgm_blank(2147483647.0) and not is_dcgm_blank(2147483631.0)
-    assert not is_dcgm_blank(2147483648.0)
-    assert is_dcgm_blank(140737488355328.0) and not is_dcgm_blank(140737488355327.0)
-    assert is_dcgm_blank(float(0x7FFFFFFFFFFFFFF0))
-    values = np.array([1.0, 2147483632.0, math.nan, -math.inf, 9.3e18])
-    dcgm_blank_to_nan(values)
-    assert np.isnan(values).tolist() == [False, True, True, False, True]
+@pytest.mark.parametrize(("metric", "labels", "entity"), [
+    # the inventory writes 00000000:18:00.0 / 00000000:2A:00.0; an exporter writing another domain
+    # still names that GPU (health and fabric matched so on their own before)
+    ("DCGM_FI_DEV_GPU_TEMP", {"Hostname": "node-001", "pci_bus_id": "00000001:2A:00.0"}, "node-001/gpu1"),
+    ("suanli_pcie_aer_errors_total", {"node": "node-002", "pci_bus_id": "0001:18:00.0"}, "node-002/gpu0"),
+    # another function is another device (a GPU's audio function): not the GPU
+    ("suanli_pcie_aer_errors_total", {"node": "node-002", "pci_bus_id": "0000:18:00.1"}, "node-002"),
+])
+def test_a_bus_id_in_another_domain_still_names_the_gpu(lookups: Resolver, metric: str, labels: dict[str, str],
+                                                         entity: str) -> None:
+    assert series_key(metric, labels, lookups).entity_id == entity

@@ -5,10 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from suanli.inventory import Inventory, Resolver, mac_key, parse_inventory, pci_key
+from suanli.inventory import Inventory, Resolver, parse_inventory
 from tests.conftest import shared_path
 from tests.inventory._mini import A30, MINI_YAML
 
@@ -206,25 +204,6 @@ def test_scenario_labels_resolve() -> None:
     assert hits > 500
 
 
-def test_key_helpers() -> None:
-    assert pci_key("00000000:3B:00.0") == (0, 0x3B, 0, 0)
-    assert pci_key("PCI:0019:01:00") == (0x19, 1, 0, None)
-    assert pci_key("3b:00.0") == (0, 0x3B, 0, 0)
-    assert pci_key("3b:00.9") is None
-    assert mac_key("B8-CE-F6-00-00-01") == "b8cef6000001"
-    assert mac_key("b8:ce:f6") is None
-
-
-@given(st.integers(0, 0xFFFF), st.integers(0, 0xFF), st.integers(0, 0x1F), st.integers(0, 7))
-def test_pci_spellings_agree(dom: int, bus: int, dev: int, fn: int) -> None:
-    spellings = [f"{dom:08x}:{bus:02x}:{dev:02x}.{fn}", f"{dom:08X}:{bus:02X}:{dev:02X}.{fn}",
-                 f"{dom:04x}:{bus:02x}:{dev:02x}.{fn}", f"PCI:{dom:04X}:{bus:02x}:{dev:02x}.{fn}"]
-    assert {pci_key(s) for s in spellings} == {(dom, bus, dev, fn)}
-    assert pci_key(f"{dom:04x}:{bus:02x}:{dev:02x}") == (dom, bus, dev, None)
-    if dom == 0:
-        assert pci_key(f"{bus:02x}:{dev:02x}.{fn}") == (0, bus, dev, fn)
-
-
 def test_named_entities(res: Resolver) -> None:
     assert res.storage("lustre-01") == "lustre-01"
     assert res.storage("LUSTRE-01") == "lustre-01"
@@ -249,3 +228,37 @@ def test_jobs_on_node_and_nic_by_pci_bus_id() -> None:
     assert r.nic(host="node-001", pci_bus_id="3B:00.0") == "node-001/mlx5_1"
     assert r.nic(host="node-001", pci_bus_id="00000000:3b:00.0") == "node-001/mlx5_1"
     assert r.nic(host="node-001", pci_bus_id="0000:3c:00.0") is None
+
+
+def test_gpu_in_any_domain(res: Resolver) -> None:
+    # gsrh100-074 gpu0 sits at 00000000:1A:00.0 (the mini inventory); the strict lookup misses another domain
+    assert res.gpu(host="gsrh100-074", pci_bus_id="0001:1a:00.0") is None
+    assert res.gpu_in_any_domain("gsrh100-074", "0001:1a:00.0") == "gsrh100-074/gpu0"
+    assert res.gpu_in_any_domain("gsrh100-074", "0001:1a:00") == "gsrh100-074/gpu0"     # Xid form, no function
+    assert res.gpu_in_any_domain("gsrh100-074", "0000:1a:00.1") is None    # another function: the audio device
+    assert res.gpu_in_any_domain("gsrh100-074", "0000:1b:00.0") is None    # another bus
+    assert res.gpu_in_any_domain("r6i3n0", "0000:1a:00.0") is None         # that node's GPUs have no bus id
+    assert res.gpu_in_any_domain(None, "0000:1a:00.0") is None and res.gpu_in_any_domain("gsrh100-074", "x") is None
+
+
+def test_gpu_in_any_domain_needs_one_gpu_there() -> None:
+    text = ("cluster: c\nracks:\n  - id: r\n    nodes:\n      - id: n1\n        gpus:\n"
+            "          - {index: 0, uuid: GPU-a, pci_bus_id: '0000:18:00.0'}\n"
+            "          - {index: 1, uuid: GPU-b, pci_bus_id: '0001:18:00.0'}\n")
+    r = parse_inventory(text).resolver
+    assert r.gpu(host="n1", pci_bus_id="0001:18:00.0") == "n1/gpu1"          # exact still answers
+    assert r.gpu_in_any_domain("n1", "0002:18:00.0") is None                 # two GPUs at 18:00.0
+
+
+def test_gpu_any_takes_a_canonical_id_written_with_a_host_alias(res: Resolver) -> None:
+    assert res.gpu_any("r6i3n0.cluster.local/gpu2") == "r6i3n0/gpu2"
+    assert res.gpu_any("nowhere/gpu2") is None and res.gpu_any("r6i3n0/gpu9") is None
+
+
+def test_answers_are_memoised(inv: Inventory) -> None:
+    r = Resolver(inv)
+    assert r.node("R6I3N0.cluster.local") == "r6i3n0"
+    assert ("node", ("R6I3N0.cluster.local",), ()) in r._memo
+    r._memo[("node", ("R6I3N0.cluster.local",), ())] = "remembered"
+    assert r.node("R6I3N0.cluster.local") == "remembered"                    # served from the memo
+    assert r.gpu(host="r6i3n0", index=[2]) is None                           # unhashable: answered, not kept

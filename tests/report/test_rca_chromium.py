@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from suanli.commands import run_diagnosis
+from suanli.cli.diagnose import open_diagnosis
+from suanli.pipeline.rca import rca_data
 from suanli.report.rca import write_rca
 from tests.conftest import shared_path
 
@@ -31,11 +32,11 @@ def _chromium() -> str:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = shared_path("scenarios", "pcie_riser")
-    diag, store, inv = run_diagnosis(folder, None, None, None, None)
+    diag, store, inv = open_diagnosis(folder, None, None, None, None)
     try:
         job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
         path = tmp_path_factory.mktemp("rca") / "rca.html"
-        write_rca(path, diag, store, inv, job, None)
+        write_rca(path, rca_data(diag, store, inv, job, None))
     finally:
         store.close()
     return path

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from suanli.rules import EntityIndex, alerts_timeline, apply_inhibitions, evaluate_window, load_rules
+from suanli.incidents.inhibit import apply_inhibitions
+from suanli.rules import EntityIndex, alerts_timeline, evaluate_window, load_rules
 from suanli.timefmt import parse_time
 from tests.conftest import shared_path
 from tests.rules.scenario_data import load_scenario
@@ -16,7 +17,7 @@ def _run(name: str) -> tuple[dict, list, object]:
     idx = EntityIndex.from_inventory(inv)
     rs = load_rules(None)
     alerts = evaluate_window(rs, store, idx, start, end)
-    return truth, alerts, apply_inhibitions(alerts, rs.inhibit_rules, idx.dependents)
+    return truth, alerts, apply_inhibitions(alerts, rs.inhibit_rules, lambda src, tgt: tgt in idx.dependents(src))
 
 
 @pytest.mark.parametrize("name", ["pcie_riser", "switch_port_errors"])

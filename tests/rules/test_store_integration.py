@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from suanli.ingest.load import load_paths
 from suanli.inventory import parse_inventory
 from suanli.rules import ActionRunner, EntityIndex, evaluate_window, load_rules
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths
 from suanli.timefmt import parse_time
 from tests.conftest import shared_path
 from tests.rules.scenario_data import load_scenario

@@ -12,7 +12,7 @@ from suanli.sim import list_scenarios, simulate
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, _ in list_scenarios()])
 def test_scenario_ingests_cleanly(name: str, tmp_path: Path) -> None:
-    loader = pytest.importorskip("suanli.store.loader")
+    loader = pytest.importorskip("suanli.ingest.load")
     duck = pytest.importorskip("suanli.store.duck")
     d = simulate(name, tmp_path / name, seed=11, nodes=4, minutes=4)
     report = loader.load_paths([d], duck.DuckStore(None))

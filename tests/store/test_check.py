@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from suanli.ingest.load import load_paths
 from suanli.ingest.records import Event, SeriesKey, Span
 from suanli.inventory import load_inventory, parse_inventory
 from suanli.store.check import check
 from suanli.store.duck import DuckStore
-from suanli.store.loader import load_paths
 from tests.conftest import shared_path
 
 INV = """

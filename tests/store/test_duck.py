@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from suanli.ingest.load import load_metrics
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
 from suanli.store.duck import DuckStore
 
@@ -65,7 +66,7 @@ def test_duplicates_in_one_file_later_line_wins(tmp_path: Path) -> None:
     lines = [f'g{{a="1"}} {i} {T + i % 3}' for i in range(3000)] + ["# EOF"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     store = DuckStore(None)
-    store.load_openmetrics(path, None, IngestReport())
+    load_metrics(path, store, None, IngestReport())
     (s,) = store.series("g")
     # ts 0, 1, 2 were written 1000 times each; the last lines were 2997 (ts 0), 2998 (ts 1), 2999 (ts 2)
     assert s.ts.tolist() == [T, T + 1, T + 2] and s.values.tolist() == [2997, 2998, 2999]
@@ -151,7 +152,7 @@ def test_last_line_wins_in_a_file_read_in_parallel_chunks(tmp_path: Path) -> Non
     path.write_text("\n".join([*body, *rewrite, "# EOF"]) + "\n", encoding="utf-8")
     store = DuckStore(None)
     report = IngestReport()
-    store.load_openmetrics(path, None, report)
+    load_metrics(path, store, None, report)
     assert report.loaded["samples"] == 200_100 and report.rejected == 0
     got = store.series("gauge_with_a_longer_name")
     assert len(got) == 100
@@ -178,7 +179,7 @@ def test_same_series_written_with_labels_in_another_order_is_one_series(tmp_path
     second.write_text(f'm{{b="2",a="1"}} 99 {T + 2}\nm{{b="2",a="1"}} 30 {T + 3}\n# EOF\n', encoding="utf-8")
     store = DuckStore(tmp_path / "s.duckdb")
     for path in (first, second):
-        store.load_openmetrics(path, None, IngestReport())
+        load_metrics(path, store, None, IngestReport())
     store.add_samples(SeriesKey("m", (("a", "1"), ("b", "2")), None, None), a(T + 4), a(40))
     store.close()
     store = DuckStore(tmp_path / "s.duckdb")

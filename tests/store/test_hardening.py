@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from suanli.errors import InputError
+from suanli.ingest.load import load_paths
+from suanli.ingest.plan import fingerprint, plan_paths
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
 from suanli.store.duck import DuckStore
-from suanli.store.loader import fingerprint, load_paths, plan_paths
 from tests.cli.helpers import GPU0_LABELS, INVENTORY, T0, make_folder, otlp_line, temp_line
 
 KEY = SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("UUID", "GPU-a"),), "gpu", "node-001/gpu0")

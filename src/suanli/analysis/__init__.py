@@ -1,17 +1,19 @@
-"""suanli.analysis: pure analyses over the store's frames, each with one config of documented
-defaults and an ``analyze(store, inventory, config)`` adapter returning findings and its own
-outputs (ledger: MFU, goodput, cost; health: scores and forecasts; fabric: latency, counters,
-stragglers, storage; job_events: out-of-memory and hangs)."""
+"""suanli.analysis: analyses over the store's frames, one subpackage each (ledger: MFU, goodput,
+cost; health: scores and forecasts; fabric: latency, counters, stragglers, storage; jobs:
+out-of-memory and hangs). Each is ``analyze(store, inventory, window, config) -> Result``
+(findings for the incident layer, ``values()`` per entity for the rules), with one config of
+documented defaults, and reads no file. The category table (``categories``) is the policy every
+layer shares."""
 
-from suanli.analysis import fabric, health, job_events, ledger
+from suanli.analysis import fabric, health, jobs, ledger
 from suanli.analysis.changepoint import ChangeConfig, ChangePoint, sudden_increase
 from suanli.analysis.fabric import FabricConfig, FabricResult, Heatmap
 from suanli.analysis.findings import CATEGORIES, Finding, Symptom
 from suanli.analysis.health import HealthConfig, HealthResult
-from suanli.analysis.job_events import JobEventsConfig, JobEventsResult
+from suanli.analysis.health.overrides import load_overrides, record_override
+from suanli.analysis.health.weights import load_weights, refit_weights, save_weights
+from suanli.analysis.jobs import JobEventsConfig, JobEventsResult
 from suanli.analysis.ledger import LedgerConfig, LedgerResult
-from suanli.analysis.overrides import load_overrides, record_override
-from suanli.analysis.weights import load_weights, refit_weights, save_weights
 
 __all__ = [
     "CATEGORIES",
@@ -30,7 +32,7 @@ __all__ = [
     "Symptom",
     "fabric",
     "health",
-    "job_events",
+    "jobs",
     "ledger",
     "load_overrides",
     "load_weights",

@@ -10,12 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-CATEGORIES: tuple[str, ...] = (
-    "gpu_memory_degradation", "gpu_memory_failure", "gpu_lost", "gpu_thermal", "pcie_riser",
-    "gpu_straggler", "nvlink_degradation", "switch_port_errors", "optical_degradation",
-    "nic_down", "storage_slow", "collective_hang", "oom",
-)
+from suanli.analysis.categories import CATEGORIES
 
+__all__ = ["CATEGORIES", "Finding", "Symptom"]
 
 @dataclass(frozen=True)
 class Symptom:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from suanli.analysis.job_events import step_times
-from suanli.incidents.model import Incident
+from suanli.analysis.jobs import step_times
+from suanli.incidents.model import Impact, Incident
 from suanli.inventory import Inventory
 from suanli.store.api import Store
 
@@ -57,7 +57,7 @@ def _price(inventory: Inventory, job_id: str, cfg: ImpactConfig) -> float:
 
 
 def measure_impact(inc: Incident, store: Store, inventory: Inventory, window_end: float,
-                   config: ImpactConfig = ImpactConfig()) -> dict[str, object]:
+                   config: ImpactConfig = ImpactConfig()) -> Impact:
     topo = inventory.topology
     jobs = {inc.root_id} if inc.root_kind == "job" else set(topo.jobs_behind(inc.root_id))
     jobs &= set(inventory.jobs)
@@ -75,6 +75,6 @@ def measure_impact(inc: Incident, store: Store, inventory: Inventory, window_end
             continue
         lost_total = (lost_total or 0.0) + lost
         cost_total += lost * _price(inventory, job, config)
-    return {"jobs": sorted(jobs), "gpus": gpus, "sla_ids": slas,
-            "lost_gpu_hours": None if lost_total is None else round(lost_total, 3),
-            "lost_cost": None if lost_total is None else round(cost_total, 2)}
+    return Impact(tuple(sorted(jobs)), gpus, tuple(slas),
+                  None if lost_total is None else round(lost_total, 3),
+                  None if lost_total is None else round(cost_total, 2))

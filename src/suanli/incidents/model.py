@@ -1,10 +1,10 @@
-"""Alerts and findings in one model (:class:`Signal`), and the :class:`Incident` they make."""
+"""Alerts and findings in one model (:class:`Signal`), the :class:`Incident` they make, its
+:class:`Impact` and its :class:`ActionDecision`s."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from suanli.analysis.findings import Finding
 
@@ -17,6 +17,9 @@ class Signal:
     (a rule's alert fired), ``alertmanager`` (an alert posted by an Alertmanager webhook) or
     ``symptom`` (where a finding's fault shows on a dependant). ``direct`` says whether the signal
     is evidence about its own entity (a hot GPU) rather than about what it waits on (a slow rank).
+    ``ref`` names what it stands for (a rule alert's key, a finding, an Alertmanager fingerprint);
+    ``state`` is Alertmanager's (``firing`` or ``resolved``); ``muted_by`` holds the refs of the
+    signals whose inhibit rules muted it (empty: not muted).
     """
 
     source: str
@@ -31,12 +34,31 @@ class Signal:
     evidence: tuple[str, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
     direct: bool = True
-    actions: tuple[dict[str, Any], ...] = ()
     finding: Finding | None = None
+    ref: str = ""
+    state: str = "firing"
+    muted_by: tuple[str, ...] = ()
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.source, self.name, self.entity_id)
+
+@dataclass(frozen=True)
+class Impact:
+    """What an incident cost: the jobs, GPUs and SLAs behind its root and the GPU-hours it lost
+    (None where the jobs' healthy pace is unknown)."""
+
+    jobs: tuple[str, ...] = ()
+    gpus: int = 0
+    sla_ids: tuple[str, ...] = ()
+    lost_gpu_hours: float | None = None
+    lost_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class ActionDecision:
+    """One action on one target and what became of it (``dry_run``, ``blocked_by_guard`` ...)."""
+
+    action: str
+    target: str
+    status: str
 
 
 @dataclass
@@ -52,8 +74,8 @@ class Incident:
     end: float | None
     signals: list[Signal] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
-    impact: dict[str, Any] = field(default_factory=dict)
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    impact: Impact = field(default_factory=Impact)
+    actions: list[ActionDecision] = field(default_factory=list)
     state: str = "open"
     symptom_ids: set[str] = field(default_factory=set)
     """Entities the incident's findings name as where their fault shows."""
@@ -65,8 +87,8 @@ class Incident:
 
     @property
     def muted(self) -> int:
-        """Alerts of this incident an inhibit rule muted (counted, never lost)."""
-        return sum(1 for s in self.signals if ("muted", "true") in s.labels)
+        """Signals of this incident an inhibit rule muted (counted, never lost)."""
+        return sum(1 for s in self.signals if s.muted_by)
 
     @property
     def alert_count(self) -> int:

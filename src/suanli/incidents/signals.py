@@ -1,85 +1,67 @@
-"""Turn analysis findings, rule alerts and Alertmanager webhooks into :class:`Signal`s."""
+"""Turn analysis findings, rule alerts and Alertmanager webhooks into :class:`Signal`s, each with
+the labels inhibit rules match (Alertmanager's alert model) and a ``ref`` naming what it stands for."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from suanli.analysis.findings import Finding
-from suanli.errors import InputError
 from suanli.incidents.model import Signal
 from suanli.inventory import Inventory
-from suanli.rules import RulesConfig
-from suanli.store.api import Store
+from suanli.rules.alerts import Alert
 from suanli.timefmt import parse_time, to_rfc3339
 
-__all__ = ["alertmanager_signals", "finding_signals", "read_alert_payloads", "rule_signals",
-           "signals_from_alerts"]
+__all__ = ["alertmanager_signals", "finding_ref", "finding_signals", "signals_from_alerts"]
+
+LabelsOf = Callable[[str, str], Mapping[str, str]]
+"""``labels_of(kind, entity_id)``: the labels an alert on that entity carries (EntityIndex.labels)."""
 
 
-def finding_signals(findings: Iterable[Finding]) -> list[Signal]:
+def finding_ref(f: Finding) -> str:
+    return f"finding:{f.category}@{f.entity_id}#{f.start:.0f}"
+
+
+def _finding_labels(f: Finding, labels_of: LabelsOf | None) -> tuple[tuple[str, str], ...]:
+    """A finding as an alert: named by its category, with its entity's labels."""
+    labels = dict(labels_of(f.entity_kind, f.entity_id)) if labels_of is not None else {f.entity_kind: f.entity_id}
+    labels.update({"alertname": f.category, "category": f.category, "source": "finding", "analysis": f.source})
+    return tuple(sorted(labels.items()))
+
+
+def finding_signals(findings: Iterable[Finding], labels_of: LabelsOf | None = None) -> list[Signal]:
     """Each finding, and each of its symptoms (where the fault shows) as a symptom signal."""
     out: list[Signal] = []
     for f in findings:
+        ref = finding_ref(f)
         out.append(Signal("finding", f.category, f.entity_kind, f.entity_id, f.start, f.end,
-                          f.detected_at, f.category,
-                          f.confidence, tuple(f.evidence), finding=f))
+                          f.detected_at, f.category, f.confidence, tuple(f.evidence),
+                          _finding_labels(f, labels_of), finding=f, ref=ref,
+                          state="firing" if f.end is None else "resolved"))
         for s in f.symptoms:
             out.append(Signal("symptom", f"{f.category}:{s.what}", s.entity_kind, s.entity_id, s.ts,
-                              f.end, s.ts, None, f.confidence, (), direct=False, finding=f))
+                              f.end, s.ts, None, f.confidence, (), direct=False, finding=f,
+                              ref=f"{ref}>{s.entity_id}"))
     return out
 
 
-def signals_from_alerts(alerts: Iterable[Any], muted: Mapping[str, Any] | None = None,
-                        decisions: Mapping[str, list[dict[str, Any]]] | None = None,
-                        indirect_rules: frozenset[str] = frozenset()) -> list[Signal]:
-    """Rule alerts that fired (``suanli.rules.alerts.Alert``) as signals; inhibited ones are kept
-    (they count in their incident) and flagged with the label ``muted=true``. ``decisions`` are
-    the action runner's audit records per alert key (status dry_run, blocked_by_guard, ...).
-    Alerts of ``indirect_rules`` (rules that only read analysis outputs such as
-    ``straggler_score``) restate an analysis's view and carry no evidence of their own: they join
-    incidents but never seed one — the analysis's own finding does that."""
-    muted = muted or {}
-    decisions = decisions or {}
+def signals_from_alerts(alerts: Iterable[Alert], indirect_rules: frozenset[str] = frozenset()) -> list[Signal]:
+    """Rule alerts that fired as signals (``ref`` is the alert's key). Alerts of ``indirect_rules``
+    (rules that only read analysis outputs such as ``straggler_score``) restate an analysis's view
+    and carry no evidence of their own: they join incidents but never seed one — the analysis's
+    own finding does that."""
     out: list[Signal] = []
     for a in alerts:
         if a.fired_at is None:
             continue
-        labels = dict(a.labels)
-        if a.key in muted:
-            labels["muted"] = "true"
-        acts = tuple({"action": r["action"], "target": r["target"], "status": r["decision"]}
-                     for r in decisions.get(a.key, []))
         out.append(Signal("rule", a.name, a.entity_kind, a.entity_id, a.active_at, a.resolved_at,
                           a.fired_at, a.category, 0.6 if a.category else 0.3,
                           (f"rule {a.rule} fired on {a.entity_id} at {to_rfc3339(a.fired_at)} "
                            f"(value {a.value:.4g})",),
-                          tuple(sorted(labels.items())),
-                          direct=a.category is not None and a.rule not in indirect_rules, actions=acts))
+                          tuple(sorted(a.labels.items())),
+                          direct=a.category is not None and a.rule not in indirect_rules, ref=a.key,
+                          state="resolved" if a.state == "resolved" else "firing"))
     return out
-
-
-def rule_signals(store: Store, inventory: Inventory, values: dict[str, dict[str, float]],
-                 window: tuple[float, float], rules_path: Path | None,
-                 config: RulesConfig | None = None) -> list[Signal]:
-    """Evaluate the rule pack over the window; fired alerts become signals. Their planned actions
-    go through the action runner in dry run (diagnose never acts), so the guard's and the
-    deduplication's decisions show as each action's status."""
-    from suanli.rules import ActionRunner, EntityIndex, apply_inhibitions, evaluate_window, load_rules
-
-    ruleset = load_rules(rules_path)
-    index = EntityIndex.from_inventory(inventory)
-    alerts = evaluate_window(ruleset, store, index, window[0], window[1], values=values, config=config)
-    fired = sorted((a for a in alerts if a.fired_at is not None), key=lambda a: (a.fired_at, a.key))
-    result = apply_inhibitions(fired, ruleset.inhibit_rules, dependents=inventory.topology.dependents)
-    runner = ActionRunner.from_ruleset(ruleset, index, dry_run=True)
-    decisions: dict[str, list[dict[str, Any]]] = {}
-    for record in runner.handle([a for a in fired if a.key not in result.muted]):
-        decisions.setdefault(str(record["alert"]), []).append(record)
-    indirect = frozenset(r.name for r in ruleset.rules if all(c.kind == "analysis" for c in r.conditions))
-    return signals_from_alerts(fired, result.muted, decisions, indirect)
 
 
 def alertmanager_signals(payload: Mapping[str, Any], inventory: Inventory) -> list[Signal]:
@@ -99,9 +81,12 @@ def alertmanager_signals(payload: Mapping[str, Any], inventory: Inventory) -> li
         if alert.get("status") == "firing":
             end = None
         summary = (alert.get("annotations") or {}).get("summary") or labels.get("alertname", "alert")
-        out.append(Signal("alertmanager", labels.get("alertname", "alert"), kind, eid, start, end, start,
+        name = labels.get("alertname", "alert")
+        ref = str(alert.get("fingerprint") or f"alertmanager:{name}@{eid}#{start:.0f}")
+        out.append(Signal("alertmanager", name, kind, eid, start, end, start,
                           labels.get("category"), 0.5, (str(summary),), tuple(sorted(labels.items())),
-                          direct="category" in labels))
+                          direct="category" in labels, ref=ref,
+                          state="resolved" if alert.get("status") == "resolved" else "firing"))
     return out
 
 
@@ -131,29 +116,3 @@ def _anchor(labels: Mapping[str, str], inv: Inventory) -> tuple[str, str]:
     if node:
         return "node", node
     return "cluster", inv.cluster
-
-
-def read_alert_payloads(path: Path | None) -> tuple[dict[str, Any], ...]:
-    """Alertmanager webhook payloads from a file: one JSON object, a list, or JSON lines."""
-    if path is None:
-        return ()
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror}") from None
-    try:
-        doc = json.loads(text)
-        items = doc if isinstance(doc, list) else [doc]
-    except json.JSONDecodeError:
-        items = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    items.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"not JSON: {exc.msg}", file=str(path), line=n) from None
-    for n, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("alerts"), list):
-            raise InputError(f"payload {n}: expected an Alertmanager webhook object with an 'alerts' list",
-                             file=str(path))
-    return tuple(items)

@@ -1,10 +1,12 @@
-"""suanli.ingest: parsers from exporter formats to records (``suanli.ingest.records``).
+"""suanli.ingest: parsers from exporter formats to records, and loading them into a sink.
 
-Metrics: :func:`read_openmetrics` / :func:`parse_openmetrics` (OpenMetrics and Prometheus text),
-:func:`series_key` (exporter labels -> canonical entity). Traces: ``suanli.ingest.otlp.read_otlp``;
-logs: ``suanli.ingest.logs.read_log`` (imported from their modules).
+:func:`load_paths` reads folders and files into a :class:`Sink` (``suanli.ingest.load``: the
+inventory first, then each file in one transaction). Metrics: :func:`read_openmetrics` /
+:func:`parse_openmetrics` (OpenMetrics and Prometheus text), :func:`series_key` (exporter labels
+-> canonical entity). Traces: ``suanli.ingest.otlp.read_otlp``; logs: ``suanli.ingest.logs.read_log``.
 """
 
+from suanli.ingest.load import IngestConfig, load_logs, load_metrics, load_paths, load_traces
 from suanli.ingest.openmetrics import (
     OpenMetricsConfig,
     OpenMetricsParser,
@@ -12,22 +14,34 @@ from suanli.ingest.openmetrics import (
     parse_openmetrics,
     read_openmetrics,
 )
+from suanli.ingest.plan import LoadPlan, fingerprint, plan_paths
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
-from suanli.ingest.resolve import DCGM_BLANK, DcgmBlank, InventoryLookups, dcgm_blank_to_nan, series_key
+from suanli.ingest.resolve import series_key
+from suanli.ingest.sink import EventBatch, KeptInventory, SampleBatch, Sink, SpanBatch, Transaction
 
 __all__ = [
-    "DCGM_BLANK",
-    "DcgmBlank",
     "Event",
+    "EventBatch",
+    "IngestConfig",
     "IngestReport",
-    "InventoryLookups",
+    "KeptInventory",
+    "LoadPlan",
     "OpenMetricsConfig",
     "OpenMetricsParser",
+    "SampleBatch",
     "SeriesKey",
+    "Sink",
     "Span",
-    "dcgm_blank_to_nan",
+    "SpanBatch",
+    "Transaction",
+    "fingerprint",
+    "load_logs",
+    "load_metrics",
+    "load_paths",
+    "load_traces",
     "parse_labels",
     "parse_openmetrics",
+    "plan_paths",
     "read_openmetrics",
     "series_key",
 ]

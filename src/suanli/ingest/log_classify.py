@@ -12,9 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from suanli.inventory.normalize import PCI_IN_TEXT
+
 __all__ = ["Classified", "classify", "collapse_text", "parse_bytes"]
 
-_PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
+_PCI = PCI_IN_TEXT
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>" + _PCI + r")\): (?P<code>\d+),\s*(?P<text>.*)")
 _XID_PID = re.compile(r"^pid=(?P<pid>'?[^,\s]*'?),\s*(?:name=(?P<name>[^,]*),\s*)?")
 _SXID = re.compile(r"(?P<dev>nvidia-nvswitch\d+)?:?\s*SXid \((?:PCI:)?(?P<pci>" + _PCI + r")\): (?P<code>\d+),\s*"
@@ -207,7 +209,7 @@ def _nccl(text: str) -> Classified | None:
             k, v = f.group("k"), f.group("v")
             key = {"SeqNum": "seq_num", "OpType": "op_type", "NumelIn": "numel_in", "NumelOut": "numel_out",
                    "Timeout(ms)": "timeout_ms"}[k]
-            attrs[key] = v if key == "op_type" else int(v) if v.isdigit() else v
+            attrs[key] = v if key == "op_type" else int(v) if v.isdecimal() else v
         ran = _RAN_FOR.search(m.group("work"))
         if ran:
             attrs["ran_for_ms"] = int(ran.group("ran"))

@@ -1,147 +1,152 @@
-"""Alias resolution shared by the OTLP and log parsers.
+"""Where a log record points: the GPU, NIC, job, rank or node a recognised record is about.
 
-``Resolver`` is the structural type of ``Inventory.resolver`` (docs/architecture.md): the parsers
-only need these lookups, so they are typed against this protocol and never import the inventory
-package's concrete class. ``CachedResolver`` memoises lookups (a 128-node scenario repeats the
-same few thousand aliases millions of times) and accepts ``None`` for "no inventory".
+Hardware records (Xid, SXid, AER, CUDA errors) go to the GPU at the PCI address they name (an
+AER of a bridge port to the GPU behind it; an Xid or AER whose address matches no GPU exactly to
+the node's one GPU at that address in another PCI domain, or at any address its text names), so
+that no later layer reads PCI text again. NCCL and CUDA errors of a known job go to the job's rank,
+job records (checkpoints, iterations) to the job, everything else to the node that wrote it.
+Without an inventory ids pass through where they are canonical (:mod:`suanli.ingest.resolve`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any
 
-__all__ = ["CachedResolver", "Resolver", "host_from_path", "normalise_pci"]
+from suanli.ingest.log_classify import Classified
+from suanli.ingest.log_config import LogConfig
+from suanli.ingest.log_head import Head
+from suanli.ingest.resolve import gpu_of, job_of, node_of
+from suanli.inventory import Resolver
+from suanli.inventory.model import gpu_id, rank_id
+from suanli.inventory.normalize import PCI_IN_TEXT, normalise_pci
 
-_CANONICAL_GPU = re.compile(r"^(?P<node>[^/\s]+)/gpu(?P<index>\d+)$")
-_PCI = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})"
-                  r"(?:\.(?P<fn>[0-7]))?$")
+__all__ = ["EntityMapper", "host_from_path"]
 
+_GPU_KINDS = frozenset({"xid", "aer", "cuda_oom", "cuda_error", "sxid"})
+_LOOSE_KINDS = frozenset({"xid", "aer"})
+_JOB_KINDS = frozenset({"nccl_warn", "nccl_timeout", "checkpoint", "iteration", "cuda_oom", "cuda_error",
+                        "restart"})
+_RANK_KINDS = frozenset({"nccl_warn", "nccl_timeout", "cuda_oom", "cuda_error"})
+_PCI_TEXT = re.compile(PCI_IN_TEXT)
 
-class Resolver(Protocol):
-    """Alias -> canonical id lookups of the inventory (None when there is no such entity)."""
-
-    def node(self, host: str, /) -> str | None: ...
-
-    def gpu(self, *, uuid: str | None = None, host: str | None = None, index: int | None = None,
-            pci_bus_id: str | None = None) -> str | None: ...
-
-    def job(self, job_id: str, /) -> str | None: ...
-
-
-@functools.lru_cache(maxsize=4096)
-def normalise_pci(text: str) -> str | None:
-    """``0000:3b:00``, ``00000000:3B:00.0``, ``3b:00.0`` -> ``0000:3b:00.0`` (None if not a PCI address).
-
-    Xid lines name the device without the function (``PCI:0000:3b:00``): function 0 is meant.
-    """
-    m = _PCI.match(text.strip())
-    if m is None:
-        return None
-    domain = (m.group("domain") or "0000")[-4:].lower()
-    return f"{domain}:{m.group('bus').lower()}:{m.group('dev').lower()}.{m.group('fn') or '0'}"
+Placed = tuple[str | None, str | None]          # entity kind, entity id
 
 
-class CachedResolver:
-    """Memoising front of a :class:`Resolver`; without one, ids pass through where they are canonical."""
+class EntityMapper:
+    """Maps the records of one stream; learns which job a process runs from its checkpoint lines
+    (``on_new_job`` is called when it learns one, so that cached mappings can be dropped)."""
 
-    def __init__(self, resolver: Resolver | None) -> None:
-        self._resolver = resolver
-        self._nodes: dict[str, str | None] = {}
-        self._jobs: dict[str, str | None] = {}
-        self._gpus: dict[tuple[str | None, str], str | None] = {}
-        self._pci: dict[tuple[str | None, str], str | None] = {}
-
-    @property
-    def has_inventory(self) -> bool:
-        return self._resolver is not None
+    def __init__(self, resolver: Resolver | None, config: LogConfig, on_new_job: Callable[[], None]) -> None:
+        self.resolver, self.config, self.on_new_job = resolver, config, on_new_job
+        self.pid_jobs: dict[tuple[str | None, int], str] = {}
+        self.node_job: dict[str, str | None] = {}
 
     def node(self, host: str) -> str | None:
-        try:
-            return self._nodes[host]
-        except KeyError:
-            pass
-        if self._resolver is None:
-            out: str | None = host or None
-        else:
-            out = self._resolver.node(host)
-            if out is None and "." in host:     # FQDN: try the short host name
-                out = self._resolver.node(host.split(".", 1)[0])
-        self._nodes[host] = out
-        return out
+        return node_of(self.resolver, host)
 
-    def job(self, job: str) -> str | None:
-        try:
-            return self._jobs[job]
-        except KeyError:
-            pass
-        out = (job or None) if self._resolver is None else self._resolver.job(job)
-        self._jobs[job] = out
-        return out
+    def place(self, cls: Classified, text: str, host: str | None, head: Head | None, rank: int | None,
+              attrs: dict[str, Any]) -> Placed:
+        """Where the record points; what it learns on the way goes into ``attrs`` (the job, the
+        normalised PCI address, how the entity was found)."""
+        node = self.node(host) if host else None
+        job = self._job(cls, host, node, head)
+        if job is not None:
+            attrs["job"] = job
+        kind = cls.kind
+        if kind == "nic_link" and cls.pci:
+            attrs["pci_bus_id"] = normalise_pci(cls.pci) or cls.pci
+            nic = self.resolver.nic(host=host, pci_bus_id=cls.pci) if self.resolver and host else None
+            if nic is not None:
+                return "nic", nic
+        if kind in _GPU_KINDS and not (kind in _RANK_KINDS and job is not None and rank is not None):
+            gpu = self._gpu(cls, text, host, node, attrs)
+            if gpu is not None:
+                return "gpu", gpu
+        if kind in _JOB_KINDS and job is not None:
+            return ("rank", rank_id(job, rank)) if rank is not None and kind in _RANK_KINDS else ("job", job)
+        nccl_host = attrs.get("nccl_host")
+        if isinstance(nccl_host, str):
+            other = self.node(nccl_host)
+            if other is not None:
+                return "node", other
+        return ("node", node) if node else (None, None)
 
-    def gpu(self, value: str, host: str | None = None) -> str | None:
-        """A GPU named by UUID, canonical id (``node-001/gpu3``) or PCI bus id (with the host)."""
-        key = (host, value)
-        try:
-            return self._gpus[key]
-        except KeyError:
-            pass
-        out = self._gpu_uncached(value, host)
-        self._gpus[key] = out
-        return out
+    def _gpu(self, cls: Classified, text: str, host: str | None, node: str | None,
+             attrs: dict[str, Any]) -> str | None:
+        gpu = None
+        if cls.pci:
+            attrs["pci_bus_id"] = normalise_pci(cls.pci) or cls.pci
+            gpu = self._gpu_at(cls.pci, host)
+            if gpu is None and cls.kind == "aer" and self.config.aer_downstream_bus:
+                gpu = self._downstream_gpu(attrs.get("reporter") or cls.pci, host)
+                if gpu is not None:
+                    attrs["entity_via"] = "downstream bus of the reporting port"
+        elif cls.gpu_index is not None and node is not None:
+            return gpu_of(self.resolver, gpu_id(node, cls.gpu_index), host)
+        if gpu is None and cls.kind in _LOOSE_KINDS:
+            gpu = self._gpu_named(cls.pci, text, host)
+            if gpu is not None:
+                attrs["entity_via"] = "a PCI address in the record, any domain"
+        return gpu
 
-    def _gpu_uncached(self, value: str, host: str | None) -> str | None:
-        m = _CANONICAL_GPU.match(value)
-        r = self._resolver
-        if r is None:
-            return value if m else None
-        if m:
-            node = self.node(m.group("node")) or m.group("node")
-            return r.gpu(host=node, index=int(m.group("index")))
-        if normalise_pci(value) is not None:
-            return self.gpu_by_pci(value, host)
-        return r.gpu(uuid=value)
-
-    def nic_by_pci(self, pci: str, host: str | None) -> str | None:
-        """The NIC at a PCI address on a host, when the resolver offers the optional
-        ``nic(host=, pci_bus_id=)`` lookup (else None: the event stays on the node)."""
-        norm = normalise_pci(pci)
-        lookup = getattr(self._resolver, "nic", None)
-        if norm is None or host is None or not callable(lookup):
+    def _gpu_at(self, pci: str, host: str | None) -> str | None:
+        """The GPU at exactly this PCI address on the host."""
+        if self.resolver is None or normalise_pci(pci) is None:
             return None
-        try:
-            out = lookup(host=self.node(host) or host, pci_bus_id=norm)
-        except TypeError:                  # a resolver whose nic() has no pci_bus_id keyword
-            return None
-        return out if isinstance(out, str) else None
+        return self.resolver.gpu(host=host, pci_bus_id=pci)
 
-    def gpu_by_pci(self, pci: str, host: str | None) -> str | None:
-        """The GPU at a PCI address on a host (the address as an Xid or AER line writes it)."""
-        key = (host, pci)
-        try:
-            return self._pci[key]
-        except KeyError:
-            pass
-        out: str | None = None
-        norm = normalise_pci(pci)
-        if self._resolver is not None and norm is not None:
-            node = self.node(host) if host else None
-            out = self._resolver.gpu(host=node or host, pci_bus_id=norm)
-        self._pci[key] = out
-        return out
+    def _downstream_gpu(self, port: str, host: str | None) -> str | None:
+        norm = normalise_pci(port)
+        if norm is None:
+            return None
+        domain, bus = norm[:4], int(norm[5:7], 16)
+        return self._gpu_at(f"{domain}:{bus + 1:02x}:00.0", host) if bus < 0xFF else None
+
+    def _gpu_named(self, pci: str | None, text: str, host: str | None) -> str | None:
+        """The host's one GPU at the record's address in any PCI domain, else at the first address
+        in its text that names one (exactly, else in any domain)."""
+        if self.resolver is None or not host:
+            return None
+        for cand in (pci, *_PCI_TEXT.findall(text)):
+            gpu = (self.resolver.gpu(host=host, pci_bus_id=cand) or self.resolver.gpu_in_any_domain(host, cand)
+                   if cand else None)
+            if gpu is not None:
+                return gpu
+        return None
+
+    def _job(self, cls: Classified, host: str | None, node: str | None, head: Head | None) -> str | None:
+        """The job a record belongs to: named by a checkpoint path, else learnt from an earlier
+        checkpoint line of the same process, else the only job the inventory runs on the node."""
+        pid = head.pid if head else None
+        path = cls.attrs.get("path")
+        if isinstance(path, str) and path.strip("/"):
+            job = job_of(self.resolver, path.rstrip("/").rsplit("/", 1)[-1])
+            if job is not None:
+                if pid is not None and self.pid_jobs.get((host, pid)) != job:
+                    self.pid_jobs[(host, pid)] = job
+                    self.on_new_job()           # lines of this process now map to the job
+                return job
+        if pid is not None and (host, pid) in self.pid_jobs:
+            return self.pid_jobs[(host, pid)]
+        return self._only_job(node) if node is not None else None
+
+    def _only_job(self, node: str) -> str | None:
+        if self.resolver is None:
+            return None
+        if node not in self.node_job:
+            jobs = self.resolver.jobs_on_node(node)
+            self.node_job[node] = jobs[0] if len(jobs) == 1 else None
+        return self.node_job[node]
 
 
 def host_from_path(path: Path, resolver: Resolver) -> str | None:
     """The node a log file or its folder is named after (``node-012.dmesg.log``, ``node-012/kernel.log``)."""
     name = path.name.removesuffix(".gz")
     for cand in (name.split(".", 1)[0], name.rsplit(".", 1)[0], path.parent.name):
-        if cand:
-            try:
-                node = resolver.node(cand)
-            except Exception:  # a resolver that chokes on odd names: no default host
-                node = None
-            if node is not None:
-                return node
+        node = resolver.node(cand) if cand else None
+        if node is not None:
+            return node
     return None

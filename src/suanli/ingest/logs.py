@@ -17,31 +17,26 @@ from __future__ import annotations
 
 import calendar
 import dataclasses
-import gzip
+import io
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
-from suanli.errors import InputError
+from suanli.ingest.files import open_bytes
 from suanli.ingest.log_classify import Classified, add_aer_detail, classify, collapse_text
 from suanli.ingest.log_collapse import Collapser
 from suanli.ingest.log_config import LogConfig
-from suanli.ingest.log_entities import CachedResolver, Resolver, host_from_path, normalise_pci
+from suanli.ingest.log_entities import EntityMapper, host_from_path
 from suanli.ingest.log_head import Head, parse_head
 from suanli.ingest.records import Event, IngestReport
 from suanli.ingest.xid import sxid_info, xid_info
-from suanli.inventory.model import rank_id
+from suanli.inventory import Resolver
 
 __all__ = ["LogConfig", "parse_log_lines", "read_log"]
-
-_GPU_KINDS = frozenset({"xid", "aer", "cuda_oom", "cuda_error", "sxid"})
-_JOB_KINDS = frozenset({"nccl_warn", "nccl_timeout", "checkpoint", "iteration", "cuda_oom", "cuda_error",
-                        "restart"})
-_RANK_KINDS = frozenset({"nccl_warn", "nccl_timeout", "cuda_oom", "cuda_error"})
 
 
 _RANK_PREFIX = re.compile(r"^\s?\[rank\d+\]:\s?")
@@ -69,21 +64,17 @@ class _LogParser:
 
     def __init__(self, source: str, resolver: Resolver | None, report: IngestReport, config: LogConfig) -> None:
         self.source, self.report, self.config = source, report, config
-        self.ids = CachedResolver(resolver)
         self.collapser = Collapser(config.collapse_gap_s, config.max_pending)
         self.year = config.assume_year or time.gmtime().tm_year
         self.year_span: tuple[float, float] = (0.0, 0.0)
         self.last_ts = math.nan
         self.seen_head = False
         self.rec: _Record | None = None
-        self.pid_jobs: dict[tuple[str | None, int], str] = {}
         self.fast: dict[tuple[object, ...], tuple[tuple[str | None, str | None, str, int | None, str, str], bool]] = {}
+        self.ids = EntityMapper(resolver, config, on_new_job=self.fast.clear)
         self.held_aer: dict[str | None, Event] = {}
         self.off_bus: dict[tuple[str | None, str], float] = {}
         self.lines_read = 0
-        hook = getattr(resolver, "jobs_on_node", None)
-        self.jobs_on_node: Callable[[str], Iterable[str]] | None = hook if callable(hook) else None
-        self.node_job: dict[str, str | None] = {}
         self.records = 0
 
     # -- lines -> records ------------------------------------------------------------------
@@ -228,85 +219,11 @@ class _LogParser:
             info = sxid_info(code)
             severity = severity or info.severity
             attrs.update(xid_name=info.mnemonic, action=info.recommended_action)
-        kind_, entity = self._entity(cls, host, head, rank, attrs)
+        kind_, entity = self.ids.place(cls, text, host, head, rank, attrs)
         if entity is None or (host and self.ids.node(host) is None):
             self.report.add_unresolved("events")
         return Event(rec.ts, host, kind_, entity, cls.kind, text, code, severity, f"{self.source}:{rec.lineno}",
                      attrs=attrs)
-
-    def _entity(self, cls: Classified, host: str | None, head: Head | None, rank: int | None,
-                attrs: dict[str, Any]) -> tuple[str | None, str | None]:
-        """Where the record points: the GPU for hardware records, the job's rank for NCCL and
-        CUDA errors of a known job, else the node that wrote it."""
-        node = self.ids.node(host) if host else None
-        job = self._job(cls, host, node, head)
-        if job is not None:
-            attrs["job"] = job
-        kind = cls.kind
-        if kind == "nic_link" and cls.pci:
-            attrs["pci_bus_id"] = normalise_pci(cls.pci) or cls.pci
-            nic = self.ids.nic_by_pci(cls.pci, host)
-            if nic is not None:
-                return "nic", nic
-        if kind in _GPU_KINDS and not (kind in _RANK_KINDS and job is not None and rank is not None):
-            gpu = self._gpu(cls, host, node, attrs)
-            if gpu is not None:
-                return "gpu", gpu
-        if kind in _JOB_KINDS and job is not None:
-            return ("rank", rank_id(job, rank)) if rank is not None and kind in _RANK_KINDS else ("job", job)
-        nccl_host = attrs.get("nccl_host")
-        if isinstance(nccl_host, str):
-            other = self.ids.node(nccl_host)
-            if other is not None:
-                return "node", other
-        return ("node", node) if node else (None, None)
-
-    def _gpu(self, cls: Classified, host: str | None, node: str | None, attrs: dict[str, Any]) -> str | None:
-        if cls.pci:
-            attrs["pci_bus_id"] = normalise_pci(cls.pci) or cls.pci
-            gpu = self.ids.gpu_by_pci(cls.pci, host)
-            if gpu is None and cls.kind == "aer" and self.config.aer_downstream_bus:
-                gpu = self._downstream_gpu(attrs.get("reporter") or cls.pci, host)
-                if gpu is not None:
-                    attrs["entity_via"] = "downstream bus of the reporting port"
-            return gpu
-        if cls.gpu_index is not None and node is not None:
-            return self.ids.gpu(f"{node}/gpu{cls.gpu_index}", host)
-        return None
-
-    def _downstream_gpu(self, port: str, host: str | None) -> str | None:
-        norm = normalise_pci(port)
-        if norm is None:
-            return None
-        domain, bus = norm[:4], int(norm[5:7], 16)
-        return self.ids.gpu_by_pci(f"{domain}:{bus + 1:02x}:00.0", host) if bus < 0xFF else None
-
-    def _job(self, cls: Classified, host: str | None, node: str | None, head: Head | None) -> str | None:
-        """The job a record belongs to: named by a checkpoint path, else learnt from an earlier
-        checkpoint line of the same process, else the only job the inventory runs on the node."""
-        pid = head.pid if head else None
-        path = cls.attrs.get("path")
-        if isinstance(path, str) and path.strip("/"):
-            job = self.ids.job(path.rstrip("/").rsplit("/", 1)[-1])
-            if job is not None:
-                if pid is not None and self.pid_jobs.get((host, pid)) != job:
-                    self.pid_jobs[(host, pid)] = job
-                    self.fast.clear()           # lines of this process now map to the job
-                return job
-        if pid is not None and (host, pid) in self.pid_jobs:
-            return self.pid_jobs[(host, pid)]
-        return self._only_job(node) if node is not None else None
-
-    def _only_job(self, node: str) -> str | None:
-        if self.jobs_on_node is None:
-            return None
-        if node not in self.node_job:
-            try:
-                jobs = list(self.jobs_on_node(node))
-            except Exception:  # an optional hook of the resolver: never let it break parsing
-                jobs = []
-            self.node_job[node] = jobs[0] if len(jobs) == 1 else None
-        return self.node_job[node]
 
     # -- events -> output (AER detail merge, off-bus dedup, collapse) ----------------------
     def _route(self, ev: Event) -> list[Event]:
@@ -384,14 +301,7 @@ def read_log(path: Path, resolver: Resolver | None, report: IngestReport,
         host = host_from_path(path, resolver)
         if host is not None:
             config = dataclasses.replace(config, default_host=host)
-    try:
-        raw_fh = path.open("rb")
-    except OSError as exc:                     # missing, a folder, no permission: the user's to fix
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
-    with raw_fh as raw:
-        gz = raw.read(2) == b"\x1f\x8b"
-    opener: Any = gzip.open if gz else open
-    with cast(TextIO, opener(path, "rt", encoding="utf-8", errors="replace", newline="")) as fh:
+    with io.TextIOWrapper(open_bytes(path), encoding="utf-8", errors="replace", newline="") as fh:
         try:
             yield from parse_log_lines(_bounded_lines(fh, _MAX_LINE_CHARS), path.name, resolver, report, config)
         except (OSError, EOFError) as exc:          # a truncated gzip file: keep what was read

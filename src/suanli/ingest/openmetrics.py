@@ -20,7 +20,6 @@ series text is parsed and resolved once (cached); per line: a dict lookup, a spl
 from __future__ import annotations
 
 import codecs
-import gzip
 import math
 import re
 import time
@@ -32,18 +31,16 @@ from typing import Literal
 
 import numpy as np
 
+from suanli.errors import InputError
+from suanli.ingest.files import open_bytes, tail_bytes
+from suanli.ingest.labels import LabelError, parse_labels
 from suanli.ingest.records import IngestReport, SeriesKey
-from suanli.ingest.resolve import (
-    DCGM_BLANK,
-    LabelError,
-    ResolverLike,
-    dcgm_blank_to_nan,
-    parse_labels,
-    series_key,
-)
+from suanli.ingest.resolve import series_key
+from suanli.inventory import Resolver
+from suanli.metric_catalog import DCGM_BLANK, DCGM_PREFIX, dcgm_blank_to_nan
 
-__all__ = ["Batch", "Family", "LabelError", "OpenMetricsConfig", "OpenMetricsParser", "detect_format",
-           "file_format", "file_mtime", "parse_labels", "parse_openmetrics", "read_openmetrics"]
+__all__ = ["Batch", "EofAt", "Family", "LabelError", "OpenMetricsConfig", "OpenMetricsParser", "detect_format",
+           "eof_in_tail", "file_format", "file_mtime", "parse_labels", "parse_openmetrics", "read_openmetrics"]
 
 Format = Literal["openmetrics", "prometheus", "auto"]
 Batch = tuple[SeriesKey, np.ndarray, np.ndarray]
@@ -64,7 +61,7 @@ class OpenMetricsConfig:
     """Bytes read from a file at a time."""
     detect_lines: int = 2_000
     """Lines looked at by ``fmt="auto"`` for OpenMetrics-only markers."""
-    dcgm_prefix: str = "DCGM_"
+    dcgm_prefix: str = DCGM_PREFIX
     """Metrics whose blank sentinels become NaN."""
     min_ts_s: float = 946_684_800.0
     """Earliest accepted sample timestamp, epoch s (2000-01-01T00:00:00Z)."""
@@ -115,7 +112,7 @@ class _Acc:
 class OpenMetricsParser:
     """Stateful line parser; :meth:`feed` yields batches, :meth:`finish` the rest."""
 
-    def __init__(self, *, source: str, resolver: ResolverLike | None, report: IngestReport,
+    def __init__(self, *, source: str, resolver: Resolver | None, report: IngestReport,
                  fmt: Literal["openmetrics", "prometheus"], arrival_ts: float | None = None,
                  config: OpenMetricsConfig | None = None) -> None:
         self.source, self.resolver, self.report, self.fmt = source, resolver, report, fmt
@@ -305,7 +302,7 @@ class OpenMetricsParser:
 
 
 def parse_openmetrics(text: str | Iterable[str], *, source: str = "<text>",
-                      resolver: ResolverLike | None = None, report: IngestReport | None = None,
+                      resolver: Resolver | None = None, report: IngestReport | None = None,
                       fmt: Format = "auto", arrival_ts: float | None = None,
                       config: OpenMetricsConfig | None = None) -> Iterator[Batch]:
     """Parse exposition text (a string or lines) into ``(SeriesKey, ts, values)`` per series and batch.
@@ -324,12 +321,11 @@ def parse_openmetrics(text: str | Iterable[str], *, source: str = "<text>",
 
 
 def _text_chunks(path: Path, chunk_bytes: int) -> Iterator[str]:
-    """Decoded text (bytes that are not UTF-8 kept as surrogates), ``read1`` for ``.gz`` so that
-    what decompressed before a corrupt or cut part is still handed out."""
+    """Decoded text (bytes that are not UTF-8 kept as surrogates), ``read1`` so that what a gzip
+    file decompressed before a corrupt or cut part is still handed out."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="surrogateescape")
-    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
-        read = fh.read1 if isinstance(fh, gzip.GzipFile) else fh.read
-        while data := read(chunk_bytes):
+    with open_bytes(path) as fh:
+        while data := fh.read1(chunk_bytes):
             yield decoder.decode(data)
     yield decoder.decode(b"", final=True)
 
@@ -346,7 +342,7 @@ def _file_lines(path: Path, chunk_bytes: int, parser: OpenMetricsParser | None =
             for line in lines:
                 lineno += 1
                 yield lineno, line
-    except (OSError, EOFError, zlib.error) as err:
+    except (OSError, EOFError, zlib.error, InputError) as err:
         if parser is None:
             return
         parser.report.reject(f"{parser.source}:{lineno + 1}: unreadable ({str(err) or type(err).__name__})")
@@ -357,8 +353,22 @@ def _file_lines(path: Path, chunk_bytes: int, parser: OpenMetricsParser | None =
         yield lineno + 1, tail
 
 
-def file_format(path: Path, config: OpenMetricsConfig | None = None) -> Literal["openmetrics", "prometheus"]:
-    """``detect_format`` over the head of a file, and OpenMetrics when its tail holds ``# EOF``."""
+EofAt = Literal["none", "last", "inside"]
+
+
+def eof_in_tail(tail: bytes | None) -> EofAt:
+    """Where a ``# EOF`` line stands in the last bytes of a file: the last non-blank line
+    (``last``), followed by more content (``inside``), or nowhere (``none``, also for no tail)."""
+    lines = [ln.strip() for ln in (tail or b"").splitlines() if ln.strip()]
+    if lines and lines[-1] == b"# EOF":
+        return "last"
+    return "inside" if b"# EOF" in lines else "none"
+
+
+def file_format(path: Path, config: OpenMetricsConfig | None = None,
+                tail: bytes | None = None) -> Literal["openmetrics", "prometheus"]:
+    """``detect_format`` over the head of a file, and OpenMetrics when its tail (``tail_bytes``,
+    read here unless given) holds a ``# EOF`` line."""
     cfg = config or OpenMetricsConfig()
     head: list[str] = []
     for _, line in _file_lines(path, 1 << 16):
@@ -366,12 +376,12 @@ def file_format(path: Path, config: OpenMetricsConfig | None = None) -> Literal[
         if len(head) >= cfg.detect_lines:
             break
     kind = detect_format(head, path.name.removesuffix(".gz"))
-    if kind == "prometheus" and _ends_with_eof(path):
+    if kind == "prometheus" and eof_in_tail(tail if tail is not None else tail_bytes(path)) != "none":
         kind = "openmetrics"
     return kind
 
 
-def read_openmetrics(path: Path, resolver: ResolverLike | None, report: IngestReport, *,
+def read_openmetrics(path: Path, resolver: Resolver | None, report: IngestReport, *,
                      fmt: Format = "auto", arrival_ts: float | None = None,
                      config: OpenMetricsConfig | None = None, stray_ts: list[float] | None = None) -> Iterator[Batch]:
     """Stream a metrics file (``.gz`` too). Samples without a timestamp get ``arrival_ts``, by
@@ -388,16 +398,6 @@ def read_openmetrics(path: Path, resolver: ResolverLike | None, report: IngestRe
     report.add("samples", parser.samples)
     if stray_ts is not None:
         stray_ts.extend(parser.stray_ts)
-
-
-def _ends_with_eof(path: Path) -> bool:
-    if path.suffix == ".gz":
-        return False
-    with path.open("rb") as fh:
-        fh.seek(0, 2)
-        size = fh.tell()
-        fh.seek(max(0, size - 256))
-        return b"# EOF" in fh.read()
 
 
 def file_mtime(path: Path) -> float:

@@ -14,15 +14,15 @@ kept with None ids and counted in ``report.unresolved["spans"]``.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
-from suanli.errors import InputError
-from suanli.ingest.log_entities import CachedResolver, Resolver
+from suanli.ingest.files import open_bytes
 from suanli.ingest.otlp_decode import (
     Batch,
     RawSpan,
@@ -32,13 +32,16 @@ from suanli.ingest.otlp_decode import (
     split_delimited,
 )
 from suanli.ingest.records import IngestReport, Span
+from suanli.ingest.resolve import gpu_of, job_of, node_of
+from suanli.inventory import Resolver
 
-__all__ = ["OtlpConfig", "OtlpParser", "parse_otlp_json_line", "parse_otlp_proto", "read_otlp"]
+__all__ = ["IDENTITY_KEYS", "Ident", "OtlpConfig", "OtlpParser", "normalise_attrs", "parse_otlp_json_line",
+           "parse_otlp_proto", "read_otlp", "span_ident", "to_int"]
 
 _PROTO_SUFFIXES = (".pb", ".bin", ".binpb", ".protobuf")
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _ALIASES = {"nccl_group_id": "nccl.group_id", "nccl_rank": "nccl.rank"}
-_IDENTITY_KEYS = ("job.id", "framework.pytorch.rank", "resource.gpu.id", "host.name", "nccl_group_id",
+IDENTITY_KEYS = ("job.id", "framework.pytorch.rank", "resource.gpu.id", "host.name", "nccl_group_id",
                   "nccl_rank")
 
 
@@ -57,7 +60,7 @@ class OtlpConfig:
     """A file that is one pretty-printed JSON request (not JSON lines) is read whole up to this size."""
 
 
-class _Ident(NamedTuple):
+class Ident(NamedTuple):
     job: str | None
     rank: int | None
     step: int | None
@@ -66,7 +69,7 @@ class _Ident(NamedTuple):
     unresolved: bool          # an alias was given but names nothing in the inventory
 
 
-def _to_int(v: Any) -> int | None:
+def to_int(v: Any) -> int | None:
     if v is None or isinstance(v, bool):
         return None
     try:
@@ -78,7 +81,7 @@ def _to_int(v: Any) -> int | None:
             return None
 
 
-def _normalise(attrs: dict[str, Any]) -> dict[str, Any]:
+def normalise_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     """``nccl_group_id``/``nccl_rank`` spelled as the dotted keys (the dotted one wins if both)."""
     for alias, key in _ALIASES.items():
         if alias in attrs:
@@ -94,9 +97,9 @@ class OtlpParser:
         self.config = config or OtlpConfig()
         self.source = source
         self.report = report
-        self._ids = CachedResolver(resolver)
-        self._recent: OrderedDict[str, _Ident] = OrderedDict()
-        self._res_cache: dict[int, _Ident] = {}
+        self.resolver = resolver
+        self._recent: OrderedDict[str, Ident] = OrderedDict()
+        self._res_cache: dict[int, Ident] = {}
 
     # -- entry points -----------------------------------------------------------------------
     def json_line(self, line: str | bytes, lineno: int = 1) -> list[Span]:
@@ -156,18 +159,18 @@ class OtlpParser:
     # -- merging, resolving, inheriting -----------------------------------------------------
     def build(self, batch: Batch, where: str) -> list[Span]:
         """Spans of one request: attributes merged, ids resolved, phases joined to their step."""
-        rows: list[tuple[RawSpan, dict[str, Any], _Ident]] = []
-        by_id: dict[str, tuple[_Ident, str | None]] = {}
+        rows: list[tuple[RawSpan, dict[str, Any], Ident]] = []
+        by_id: dict[str, tuple[Ident, str | None]] = {}
         self._res_cache.clear()
         for res_attrs, raw_spans in batch:
-            res = _normalise(res_attrs)
+            res = normalise_attrs(res_attrs)
             res_ident = self._ident(res)
             for raw in raw_spans:
                 if raw.attrs:
-                    merged = {**res, **_normalise(raw.attrs)}
+                    merged = {**res, **normalise_attrs(raw.attrs)}
                     own = raw.attrs
-                    ident = self._ident(merged) if any(k in own for k in _IDENTITY_KEYS) else res_ident
-                    step = _to_int(own.get("train.step"))
+                    ident = self._ident(merged) if any(k in own for k in IDENTITY_KEYS) else res_ident
+                    step = to_int(own.get("train.step"))
                     if step is not None:
                         ident = ident._replace(step=step)
                 else:
@@ -192,32 +195,15 @@ class OtlpParser:
             self.report.add_unresolved("spans", unresolved)
         return out
 
-    def _ident(self, attrs: dict[str, Any]) -> _Ident:
+    def _ident(self, attrs: dict[str, Any]) -> Ident:
         key = id(attrs)
         hit = self._res_cache.get(key)
-        if hit is not None:
-            return hit
-        bad = False
-        job_raw, host, gpu_raw = attrs.get("job.id"), attrs.get("host.name"), attrs.get("resource.gpu.id")
-        job = node = gpu = None
-        if isinstance(job_raw, str) and job_raw:
-            job = self._ids.job(job_raw)
-            bad |= job is None
-        if isinstance(host, str) and host:
-            node = self._ids.node(host)
-            bad |= node is None
-        if isinstance(gpu_raw, str) and gpu_raw:
-            gpu = self._ids.gpu(gpu_raw, node or host)
-            bad |= gpu is None
-        if node is None and gpu is not None and "/" in gpu:
-            node = gpu.split("/", 1)[0]
-        ident = _Ident(job, _to_int(attrs.get("framework.pytorch.rank")), _to_int(attrs.get("train.step")),
-                       gpu, node, bad)
-        self._res_cache[key] = ident
-        return ident
+        if hit is None:
+            hit = self._res_cache[key] = span_ident(self.resolver, attrs)
+        return hit
 
-    def _inherit(self, ident: _Ident, parent_id: str,
-                 by_id: dict[str, tuple[_Ident, str | None]]) -> _Ident:
+    def _inherit(self, ident: Ident, parent_id: str,
+                 by_id: dict[str, tuple[Ident, str | None]]) -> Ident:
         """Fill what the span lacks from its ancestors (this batch first, then earlier batches)."""
         pid: str | None = parent_id
         for _ in range(self.config.max_parent_depth):
@@ -231,17 +217,37 @@ class OtlpParser:
                 if recent is None:
                     break
                 parent, pid = recent, None
-            ident = _Ident(ident.job or parent.job, ident.rank if ident.rank is not None else parent.rank,
+            ident = Ident(ident.job or parent.job, ident.rank if ident.rank is not None else parent.rank,
                            ident.step if ident.step is not None else parent.step, ident.gpu or parent.gpu,
                            ident.node or parent.node, ident.unresolved)
             if ident.step is not None and ident.job is not None and ident.gpu is not None:
                 break
         return ident
 
-    def _remember(self, span_id: str, ident: _Ident) -> None:
+    def _remember(self, span_id: str, ident: Ident) -> None:
         self._recent[span_id] = ident
         if len(self._recent) > self.config.parent_cache_size:
             self._recent.popitem(last=False)
+
+
+def span_ident(resolver: Resolver | None, attrs: dict[str, Any]) -> Ident:
+    """Job, rank, step, GPU and node named by merged span attributes, resolved to canonical ids;
+    ``unresolved`` when one was given but names nothing in the inventory."""
+    bad = False
+    job_raw, host, gpu_raw = attrs.get("job.id"), attrs.get("host.name"), attrs.get("resource.gpu.id")
+    job = node = gpu = None
+    if isinstance(job_raw, str) and job_raw:
+        job = job_of(resolver, job_raw)
+        bad |= job is None
+    if isinstance(host, str) and host:
+        node = node_of(resolver, host)
+        bad |= node is None
+    if isinstance(gpu_raw, str) and gpu_raw:
+        gpu = gpu_of(resolver, gpu_raw, node or host)
+        bad |= gpu is None
+    if node is None and gpu is not None and "/" in gpu:
+        node = gpu.split("/", 1)[0]
+    return Ident(job, to_int(attrs.get("framework.pytorch.rank")), to_int(attrs.get("train.step")), gpu, node, bad)
 
 
 def _short(exc: BaseException) -> str:
@@ -316,14 +322,7 @@ def read_otlp(path: Path, resolver: Resolver | None, report: IngestReport,
     """
     path = Path(path)
     parser = OtlpParser(resolver, report, config, source=path.name)
-    try:
-        raw_fh = path.open("rb")
-    except OSError as exc:                     # missing, a folder, no permission: the user's to fix
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
-    with raw_fh as raw:
-        gz = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        reader = cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if gz else raw
+    with open_bytes(path) as reader:
         name = path.name.removesuffix(".gz").lower()
         try:
             if _is_proto(name, reader):
@@ -334,17 +333,16 @@ def read_otlp(path: Path, resolver: Resolver | None, report: IngestReport,
             report.reject(f"{path.name}: unreadable ({_short(exc)})")
 
 
-def _is_proto(name: str, fh: IO[bytes]) -> bool:
+def _is_proto(name: str, fh: io.BufferedReader | gzip.GzipFile) -> bool:
     if name.endswith(_PROTO_SUFFIXES):
         return True
     if name.endswith(_JSON_SUFFIXES):
         return False
-    peek = getattr(fh, "peek", None)
-    head = (peek(4096) if peek else b"")[:4096].removeprefix(b"\xef\xbb\xbf").lstrip()
+    head = fh.peek(4096)[:4096].removeprefix(b"\xef\xbb\xbf").lstrip()
     return bool(head) and head[:1] not in (b"{", b"[")
 
 
-def _read_json_lines(fh: IO[bytes], parser: OtlpParser) -> Iterator[Span]:
+def _read_json_lines(fh: io.BufferedReader | gzip.GzipFile, parser: OtlpParser) -> Iterator[Span]:
     for lineno, line in enumerate(fh, 1):
         stripped = line.strip().removeprefix(b"\xef\xbb\xbf") if lineno == 1 else line.strip()
         if not stripped:

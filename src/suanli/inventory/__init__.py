@@ -28,7 +28,8 @@ from suanli.inventory.model import (
     nic_id,
     rank_id,
 )
-from suanli.inventory.resolver import Resolver, mac_key, pci_key
+from suanli.inventory.normalize import mac_key, normalise_pci, pci_key
+from suanli.inventory.resolver import Resolver
 from suanli.inventory.topology import Topology
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "mac_key",
     "megatron_groups",
     "nic_id",
+    "normalise_pci",
     "parse_inventory",
     "pci_key",
     "rank_id",

@@ -111,7 +111,7 @@ class Reader:
             if required:
                 self.fail((*path, key), "missing")
             return None
-        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        if isinstance(value, str) and value.strip().lstrip("+-").isdecimal():
             value = int(value.strip())
         if isinstance(value, float) and value.is_integer():
             value = int(value)

@@ -7,7 +7,7 @@ kept (``Inventory.extra``, ``Job.extra``) and otherwise ignored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from suanli.inventory._jobs import parse_jobs
 from suanli.inventory.catalog import Inventory
 from suanli.inventory.gpus import PRECISION_KEYS, merge_spec
 from suanli.inventory.model import Gpu, GpuModelSpec, Link, Nic, Node, Rack, Storage, Switch, gpu_id, nic_id
+from suanli.inventory.normalize import mac_key
 
 __all__ = ["load_inventory", "parse_inventory"]
 
@@ -100,14 +101,23 @@ def _gpu_models(rd: Reader, doc: Mapping[str, Any]) -> dict[str, GpuModelSpec]:
     return out
 
 
+def _with_ids(rd: Reader, doc: Mapping[str, Any], key: str,
+              what: str) -> Iterator[tuple[KeyPath, Mapping[str, Any], str]]:
+    """(path, mapping, id) of each entry of the list ``key``; a repeated id fails."""
+    seen: set[str] = set()
+    for i, raw in enumerate(rd.seq(doc, key, ())):
+        path: KeyPath = (key, i)
+        obj = rd.mapping(raw, path)
+        eid = rd.req_text(obj, "id", path)
+        if eid in seen:
+            rd.fail((*path, "id"), f"duplicate {what} id {eid!r}")
+        seen.add(eid)
+        yield path, obj, eid
+
+
 def _switches(rd: Reader, doc: Mapping[str, Any]) -> dict[str, Switch]:
     out: dict[str, Switch] = {}
-    for i, raw in enumerate(rd.seq(doc, "switches", ())):
-        path: KeyPath = ("switches", i)
-        obj = rd.mapping(raw, path)
-        sid = rd.req_text(obj, "id", path)
-        if sid in out:
-            rd.fail((*path, "id"), f"duplicate switch id {sid!r}")
+    for path, obj, sid in _with_ids(rd, doc, "switches", "switch"):
         if "/" in sid:
             rd.fail((*path, "id"), f"a switch id may not contain '/': {sid!r}")
         tier = (rd.text_of(obj, "tier", path) or "").lower()
@@ -130,15 +140,8 @@ def _infer_tiers(switches: dict[str, Switch], racks: tuple[Rack, ...]) -> dict[s
 
 
 def _storage(rd: Reader, doc: Mapping[str, Any]) -> dict[str, Storage]:
-    out: dict[str, Storage] = {}
-    for i, raw in enumerate(rd.seq(doc, "storage", ())):
-        path: KeyPath = ("storage", i)
-        obj = rd.mapping(raw, path)
-        sid = rd.req_text(obj, "id", path)
-        if sid in out:
-            rd.fail((*path, "id"), f"duplicate storage id {sid!r}")
-        out[sid] = Storage(id=sid, kind=rd.text_of(obj, "kind", path))
-    return out
+    return {sid: Storage(id=sid, kind=rd.text_of(obj, "kind", path))
+            for path, obj, sid in _with_ids(rd, doc, "storage", "storage")}
 
 
 def _port_ref(rd: Reader, value: str, path: KeyPath, switches: dict[str, Switch]) -> str:
@@ -152,15 +155,8 @@ def _port_ref(rd: Reader, value: str, path: KeyPath, switches: dict[str, Switch]
 
 def _racks(rd: Reader, doc: Mapping[str, Any], switches: dict[str, Switch]) -> tuple[Rack, ...]:
     racks: list[Rack] = []
-    seen_racks: set[str] = set()
     seen: dict[str, set[str]] = {"node": set(), "uuid": set(), "mac": set(), "port": set()}
-    for i, raw in enumerate(rd.seq(doc, "racks", ())):
-        path: KeyPath = ("racks", i)
-        obj = rd.mapping(raw, path)
-        rid = rd.req_text(obj, "id", path)
-        if rid in seen_racks:
-            rd.fail((*path, "id"), f"duplicate rack id {rid!r}")
-        seen_racks.add(rid)
+    for path, obj, rid in _with_ids(rd, doc, "racks", "rack"):
         nodes = tuple(_node(rd, n, (*path, "nodes", j), rid, switches, seen)
                       for j, n in enumerate(rd.seq(obj, "nodes", path)))
         racks.append(Rack(id=rid, pdu=rd.text_of(obj, "pdu", path), nodes=nodes))
@@ -188,7 +184,7 @@ def _node(rd: Reader, raw: Any, path: KeyPath, rack: str, switches: dict[str, Sw
         names.add(name)
         mac = rd.text_of(nobj, "mac", npath)
         if mac is not None:
-            _unique(rd, seen["mac"], _mac_key(mac), (*npath, "mac"), "mac")
+            _unique(rd, seen["mac"], mac_key(mac) or mac.strip().lower(), (*npath, "mac"), "mac")
         port = rd.text_of(nobj, "switch_port", npath)
         if port is not None:
             _port_ref(rd, port, (*npath, "switch_port"), switches)
@@ -244,6 +240,3 @@ def _unique(rd: Reader, seen: set[str], value: str, path: KeyPath, what: str) ->
         rd.fail(path, f"duplicate {what} {value!r}")
     seen.add(value)
 
-
-def _mac_key(mac: str) -> str:
-    return "".join(ch for ch in mac.lower() if ch in "0123456789abcdef")

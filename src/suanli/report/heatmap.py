@@ -3,7 +3,8 @@
 (written with zlib, no browser or image library needed).
 
 Cells are latency / baseline (log colour scale), rows are sources, columns destinations, nodes
-sorted by rack; anomalous pairs are outlined (HTML) or drawn in a marker colour (PNG).
+sorted by rack; anomalous pairs are outlined (HTML) or drawn in a marker colour (PNG). The RCA
+report draws the same :func:`figure`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import struct
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +22,7 @@ from suanli.errors import InputError
 if TYPE_CHECKING:
     from suanli.analysis.fabric import Heatmap
 
-__all__ = ["heatmap_png", "write_heatmap"]
+__all__ = ["figure", "has_probes", "heatmap_png", "write_heatmap"]
 
 U8 = npt.NDArray[np.uint8]
 _MAX_HOVER_NODES = 256
@@ -64,28 +65,50 @@ def heatmap_png(h: Heatmap, cell_px: int = 0) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
 
 
-def _html(h: Heatmap) -> str:
-    import plotly.graph_objects as go
-    import plotly.io as pio
+def _cells(x: npt.NDArray[np.float64], digits: int) -> list[list[float | None]]:
+    return [[None if not np.isfinite(v) else round(float(v), digits) for v in row] for row in x]
 
+
+def figure(h: Heatmap) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The heatmap as Plotly traces and layout (plain JSON): log2(latency / baseline), sources as
+    rows, anomalous pairs outlined. ``--heatmap`` and the RCA report both draw this figure."""
     ratio = _ratio(h)
     labels = [f"{n} ({r})" for n, r in zip(h.nodes, h.racks, strict=True)]
     us = h.latency_s * 1e6
     n = len(h.nodes) if len(h.nodes) <= _MAX_HOVER_NODES else 0     # hover text is O(n²) bytes
     text = [[f"{h.nodes[i]} -> {h.nodes[j]}: {us[i, j]:.2f} µs ({ratio[i, j]:.2f}x baseline)"
              for j in range(n)] for i in range(n)] or None
-    fig = go.Figure(go.Heatmap(z=np.log2(np.where(ratio > 0, ratio, np.nan)), x=labels, y=labels,
-                               text=text, hoverinfo="text" if text else "x+y+z", colorscale="RdYlGn_r", zmin=0, zmax=2,
-                               colorbar={"title": "log2(latency / baseline)"}))
-    xs = [labels[h.nodes.index(d)] for _, d, _ in h.marks]
-    ys = [labels[h.nodes.index(s)] for s, _, _ in h.marks]
-    if xs:
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="anomalous pair",
-                                 marker={"symbol": "square-open", "size": 10, "color": "black"},
-                                 text=[k for _, _, k in h.marks]))
-    fig.update_layout(title="One-way latency (src rows, dst columns); " + "; ".join(h.notes[:5]),
-                      yaxis={"autorange": "reversed"}, width=900, height=900)
-    return str(pio.to_html(fig, include_plotlyjs=True, full_html=True))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.log2(np.where(ratio > 0, ratio, np.nan))
+    heat: dict[str, Any] = {"type": "heatmap", "z": _cells(z, 4), "x": labels, "y": labels,
+                            "hoverinfo": "text" if text else "x+y+z", "colorscale": "RdYlGn",
+                            "reversescale": True, "zmin": 0, "zmax": 2,
+                            "colorbar": {"title": {"text": "log2(latency / baseline)"}}}
+    if text:
+        heat["text"] = text
+    data = [heat]
+    if h.marks:
+        data.append({"type": "scatter", "mode": "markers", "name": "anomalous pair",
+                     "x": [labels[h.nodes.index(d)] for _, d, _ in h.marks],
+                     "y": [labels[h.nodes.index(s)] for s, _, _ in h.marks],
+                     "marker": {"symbol": "square-open", "size": 10, "color": "black"},
+                     "text": [k for _, _, k in h.marks]})
+    layout = {"title": {"text": "One-way latency / baseline (src rows, dst columns); " + "; ".join(h.notes[:5])},
+              "yaxis": {"autorange": "reversed"}, "width": 900, "height": 900}
+    return data, layout
+
+
+def has_probes(h: Heatmap) -> bool:
+    """Whether any pair was probed (else there is no picture to draw)."""
+    return bool(np.isfinite(h.latency_s).any())
+
+
+def _html(h: Heatmap) -> str:
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    data, layout = figure(h)
+    return str(pio.to_html(go.Figure(data=data, layout=layout), include_plotlyjs=True, full_html=True))
 
 
 def write_heatmap(heatmap: Heatmap, path: str | Path) -> Path:

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from rich.console import Console
 from rich.table import Table
 
+from suanli.analysis.health import GpuHealth, HealthResult
+from suanli.analysis.ledger import JobLedger
+from suanli.pipeline import Diagnosis
 from suanli.timefmt import to_rfc3339
 
-if TYPE_CHECKING:
-    from suanli.incidents.diagnose import Diagnosis
-
-__all__ = ["print_diagnosis"]
+__all__ = ["incidents_table", "ledger_table", "predictions_table", "print_diagnosis"]
 
 
-def _pct(x: Any) -> str:
-    return "-" if x is None else f"{100 * float(x):.1f}%"
+def _pct(x: float | None) -> str:
+    return "-" if x is None or x != x else f"{100 * float(x):.1f}%"
 
 
-def _money(x: Any) -> str:
-    if x is None:
+def _money(x: float | None) -> str:
+    if x is None or x != x:
         return "-"
     v = float(x)
     return f"{v:,.2f}" if abs(v) >= 1 else f"{v:.4g}"
@@ -33,36 +31,54 @@ def incidents_table(diag: Diagnosis) -> Table:
         imp = inc.impact
         table.add_row(inc.id, inc.category, f"{inc.root_kind} {inc.root_id}", f"{inc.confidence:.2f}",
                       to_rfc3339(inc.start) or "-", f"{inc.alert_count} ({max(inc.alert_count - 1, 0)} suppr.)",
-                      ", ".join(imp.get("jobs") or []) or "-",
-                      "-" if imp.get("lost_gpu_hours") is None else f"{imp['lost_gpu_hours']:.1f}")
+                      ", ".join(imp.jobs) or "-",
+                      "-" if imp.lost_gpu_hours is None else f"{imp.lost_gpu_hours:.1f}")
     return table
+
+
+def _ledger_row(job: JobLedger) -> tuple[str, ...]:
+    split = job.time_split()
+    fc = job.forecast
+    return (job.job_id, _pct(job.mfu), _pct(job.goodput),
+            *(_pct(split.get(k)) for k in ("compute", "communication", "data_loading", "checkpoint",
+                                            "failures", "other")),
+            _money(job.cost_per_effective_pflop()), (to_rfc3339(fc.finish_s[1]) if fc is not None else None) or "-")
 
 
 def ledger_table(diag: Diagnosis) -> Table:
     table = Table("job", "MFU", "goodput", "compute", "comm.", "data", "ckpt", "failures", "other",
                   "$/eff. PFLOP", "finish", title="efficiency ledger")
-    for job in diag.efficiency.get("jobs", []):
-        split = job.get("time_split", {})
-        fc = job.get("forecast") or {}
-        table.add_row(str(job.get("id")), _pct(job.get("mfu")), _pct(job.get("goodput")),
-                      _pct(split.get("compute")), _pct(split.get("communication")),
-                      _pct(split.get("data_loading")), _pct(split.get("checkpoint")),
-                      _pct(split.get("failures")), _pct(split.get("other")),
-                      _money(job.get("cost_per_effective_pflop")), str(fc.get("finish") or "-"))
+    for job in diag.results.ledger.jobs if diag.results.ledger is not None else []:
+        table.add_row(*_ledger_row(job))
     return table
 
 
-def predictions_table(diag: Diagnosis, limit: int = 10) -> Table:
+def _needs_attention(h: GpuHealth) -> bool:
+    return h.recommendation != "ok" or h.override is not None
+
+
+def predictions_table(health: HealthResult, limit: int = 10) -> Table:
     """The GPUs whose forecast asks for something (watch, retire, overridden), riskiest first."""
-    risky = [p for p in diag.predictions if p.get("recommendation") != "ok" or p.get("override")]
-    rows = sorted(risky, key=lambda p: -float(p.get("probability") or 0.0))[:limit]
+    risky = [h for h in health.gpus.values() if _needs_attention(h)]
+    rows = sorted(risky, key=lambda h: (-h.p_dbe, h.gpu_id))[:limit]
+    horizon = int(health.horizon_days) if float(health.horizon_days).is_integer() else health.horizon_days
     table = Table("gpu", "event", "P(within horizon)", "health", "recommendation",
-                  title=f"failure forecasts: {len(risky)} of {len(diag.predictions)} GPUs need attention")
-    for p in rows:
-        table.add_row(str(p.get("id")), f"{p.get('event')} / {p.get('horizon_days')} d",
-                      _pct(p.get("probability")), f"{float(p.get('health_score') or 0):.2f}",
-                      str(p.get("recommendation")))
+                  title=f"failure forecasts: {len(risky)} of {len(health.gpus)} GPUs need attention")
+    for h in rows:
+        table.add_row(h.gpu_id, f"dbe / {horizon} d", _pct(h.p_dbe), f"{h.health_score:.2f}", h.recommendation)
     return table
+
+
+def _print_incidents(out: Console, diag: Diagnosis) -> None:
+    out.print(incidents_table(diag))
+    for inc in diag.incidents:
+        out.print(f"[bold]{inc.id}[/bold] {inc.category} at {inc.root_id}:")
+        for line in inc.evidence[:5]:
+            out.print(f"    {line}", markup=False, highlight=False)
+        for act in inc.actions[:4]:
+            out.print(f"    action: {act.action} {act.target} ({act.status})", markup=False, highlight=False)
+    total = sum(i.alert_count for i in diag.incidents)
+    out.print(f"alert compression: {total} alerts -> {len(diag.incidents)} incident(s)")
 
 
 def print_diagnosis(out: Console, diag: Diagnosis) -> None:
@@ -70,23 +86,14 @@ def print_diagnosis(out: Console, diag: Diagnosis) -> None:
     if diag.missing:
         out.print(f"missing inputs: {', '.join(diag.missing)}")
     if diag.incidents:
-        out.print(incidents_table(diag))
-        for inc in diag.incidents:
-            out.print(f"[bold]{inc.id}[/bold] {inc.category} at {inc.root_id}:")
-            for line in inc.evidence[:5]:
-                out.print(f"    {line}", markup=False, highlight=False)
-            for act in inc.actions[:4]:
-                out.print(f"    action: {act.get('action')} {act.get('target')} ({act.get('status')})",
-                          markup=False, highlight=False)
+        _print_incidents(out, diag)
     else:
         out.print("no incidents: nothing is broken in this window")
-    total = sum(i.alert_count for i in diag.incidents)
-    if diag.incidents:
-        out.print(f"alert compression: {total} alerts -> {len(diag.incidents)} incident(s)")
-    if any(p.get("recommendation") != "ok" or p.get("override") for p in diag.predictions):
-        out.print(predictions_table(diag))
-    elif diag.predictions:
-        out.print(f"failure forecasts: all {len(diag.predictions)} GPUs ok (no DBE risk worth acting on)")
+    health = diag.results.health
+    if health is not None and any(_needs_attention(h) for h in health.gpus.values()):
+        out.print(predictions_table(health))
+    elif health is not None and health.gpus:
+        out.print(f"failure forecasts: all {len(health.gpus)} GPUs ok (no DBE risk worth acting on)")
     out.print(ledger_table(diag))
     for e in diag.analysis_errors:
         out.print(f"[red]analysis error[/red] {e}", highlight=False)

@@ -1,4 +1,5 @@
-"""suanli.rules: the YAML rule language, its evaluator, inhibition, safe actions and export."""
+"""suanli.rules: the YAML rule language (rules, inhibit rules, actions), its evaluator, safe actions and
+export. Inhibition itself is the incident layer's (:mod:`suanli.incidents.inhibit`)."""
 
 from suanli.rules.actions import DECISIONS, ActionRunner, AuditLog
 from suanli.rules.alerts import Alert, PlannedAction, alerts_timeline
@@ -16,7 +17,6 @@ from suanli.rules.executors import (
     build_executors,
 )
 from suanli.rules.export import to_alertmanager, to_prometheus
-from suanli.rules.inhibit import InhibitionResult, InhibitRule, Matcher, apply_inhibitions, parse_matcher
 from suanli.rules.language import (
     ActionsConfig,
     ActionSpec,
@@ -26,6 +26,7 @@ from suanli.rules.language import (
     load_rules,
     parse_rules,
 )
+from suanli.rules.matchers import InhibitRule, Matcher, parse_matcher
 from suanli.rules.names import METRICS, MetricDef
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "Evaluator",
     "ExecutorSpec",
     "InhibitRule",
-    "InhibitionResult",
     "KubernetesExecutor",
     "LogExecutor",
     "Matcher",
@@ -56,7 +56,6 @@ __all__ = [
     "SlurmExecutor",
     "WebhookExecutor",
     "alerts_timeline",
-    "apply_inhibitions",
     "build_executors",
     "evaluate_window",
     "load_rules",

@@ -64,7 +64,7 @@ def alerts_timeline(alerts: Iterable[Alert], include_pending: bool = False,
                     muted: Mapping[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """One row per alert interval, sorted by start: entity, rule, category hint, when it became
     active, fired and resolved (None while still firing), and ``muted_by`` (the source alert keys
-    of ``InhibitionResult.muted``; empty when kept), for the incident layer's correlation."""
+    of ``suanli.incidents.inhibit.InhibitionResult.muted``; empty when kept), for the incident layer's correlation."""
     muted = muted or {}
     rows = []
     for a in alerts:

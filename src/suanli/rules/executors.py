@@ -1,106 +1,112 @@
 """Executors carry out one planned action: Slurm (``scontrol``), Kubernetes (API with a bearer
-token), a webhook (POST JSON), a shell command template, or just a log line.
+token, kubernetes.py), a webhook (POST JSON), a command template, or just a log line.
 
-``execute`` returns a one-line detail on success and raises :class:`ActionFailed` otherwise; it
-never runs anything through a shell (commands are argument lists, templates are filled per token).
+Each says what an action would do to the fleet (``effect``: what the guard counts), what exactly it
+would send (``describe``: the dry-run and shadow detail), can read the cluster's out-of-service
+nodes where it knows how (``out_of_service``), loads credentials only when asked to act
+(``prepare``), and ``execute`` returns a one-line detail or raises :class:`ActionFailed`. Nothing
+runs through a shell: commands are argument lists, templates are filled one argument at a time.
 """
 
 from __future__ import annotations
 
 import shlex
-import subprocess
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
 from suanli.errors import InputError
+from suanli.rules.action_config import ExecutorSpec, check_command, check_executor
 from suanli.rules.alerts import Alert, PlannedAction
-from suanli.rules.language import ExecutorSpec
+from suanli.rules.effects import NO_EFFECT, Effect
+from suanli.rules.executor_base import ActionFailed, BaseExecutor, Executor, reason, run
+from suanli.rules.ids import expand_hostlist, node_members
+from suanli.rules.kubernetes import KubernetesExecutor
 
-__all__ = ["ActionFailed", "Executor", "KubernetesExecutor", "LogExecutor", "ShellExecutor", "SlurmExecutor",
-           "WebhookExecutor", "build_executors"]
-
-
-class ActionFailed(Exception):
-    """An executor could not carry out an action (the message is the audit detail)."""
-
-
-class Executor(Protocol):
-    def execute(self, action: PlannedAction, alert: Alert) -> str: ...
+__all__ = ["ActionFailed", "BaseExecutor", "Executor", "KubernetesExecutor", "LogExecutor", "ShellExecutor", "SlurmExecutor",
+           "WebhookExecutor", "build_executors", "parse_sinfo"]
 
 
-def _reason(action: PlannedAction, alert: Alert) -> str:
-    text = str(action.params.get("text", "")).strip()
-    return f"suanli {alert.rule}: {text}" if text else f"suanli {alert.rule}"
+_OUT_STATES = frozenset({"drain", "drained", "draining", "drng", "down", "fail", "failing"})
 
 
-def _run(argv: list[str], timeout_s: float) -> str:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ActionFailed(f"{argv[0]}: {e}") from None
-    if done.returncode != 0:
-        raise ActionFailed(f"{shlex.join(argv)} exited {done.returncode}: {done.stderr.strip()[:200]}")
-    return shlex.join(argv)
+def parse_sinfo(text: str) -> set[str]:
+    """Nodes out of service in ``sinfo --noheader --Node --format='%N %T'`` output: drained,
+    draining, down or failing, whatever the state flags (``drained*``, ``idle+drain``)."""
+    out: set[str] = set()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        states = {tok.rstrip("*~#!%$@^-") for tok in parts[1].lower().split("+")}
+        if states & _OUT_STATES:
+            try:
+                out.update(expand_hostlist(parts[0]))
+            except ValueError:
+                out.add(parts[0])
+    return out
 
 
-class SlurmExecutor:
-    """drain_node: ``scontrol update NodeName=N State=DRAIN Reason=...``; reschedule_job:
-    ``scontrol requeue JOBID`` (``job_ids`` maps inventory job ids to Slurm job ids)."""
+class SlurmExecutor(BaseExecutor):
+    """drain_node and mark_degraded of a node: ``scontrol update NodeName=N State=DRAIN Reason=...``
+    (both drain: both count); reschedule_job: ``scontrol requeue JOBID`` (``job_ids`` maps inventory
+    job ids to Slurm job ids). Out-of-service nodes: ``sinfo``."""
 
-    def __init__(self, scontrol: str = "scontrol", job_ids: dict[str, str] | None = None,
+    def __init__(self, scontrol: str = "scontrol", sinfo: str = "sinfo", job_ids: dict[str, str] | None = None,
                  timeout_s: float = 30.0) -> None:
-        self.scontrol, self.job_ids, self.timeout_s = scontrol, job_ids or {}, timeout_s
+        self.scontrol, self.sinfo, self.timeout_s = scontrol, sinfo, timeout_s
+        self.job_ids = {k: str(v) for k, v in (job_ids or {}).items()}
 
-    def execute(self, action: PlannedAction, alert: Alert) -> str:
+    def _slurm_job(self, job: str) -> str:
+        sid = self.job_ids.get(job, job)
+        if not sid.replace("_", "").isdigit():
+            raise ActionFailed(f"no Slurm job id for job {job!r} (map it in the executor's job_ids)")
+        return sid
+
+    def effect(self, action: PlannedAction) -> Effect:
         if action.action in ("drain_node", "mark_degraded") and action.target_kind == "node":
-            argv = [self.scontrol, "update", f"NodeName={action.target}", "State=DRAIN",
-                    f"Reason={_reason(action, alert)}"]
-        elif action.action == "reschedule_job":
-            argv = [self.scontrol, "requeue", self.job_ids.get(action.target, action.target)]
-        else:
-            raise ActionFailed(f"slurm executor cannot {action.action} a {action.target_kind}")
-        return _run(argv, self.timeout_s)
+            return Effect(nodes=frozenset(node_members(action.target)))  # scontrol expands hostlists
+        if action.action == "reschedule_job" and action.target_kind == "job":
+            self._slurm_job(action.target)
+            return Effect(jobs=frozenset({action.target}))
+        raise ActionFailed(f"slurm executor cannot {action.action} a {action.target_kind}")
 
+    def argv(self, action: PlannedAction, alert: Alert) -> list[str]:
+        try:
+            self.effect(action)  # refuses what it cannot do and any target that is not an id
+        except ValueError as e:
+            raise ActionFailed(str(e)) from None
+        if action.action == "reschedule_job":
+            return [self.scontrol, "requeue", self._slurm_job(action.target)]
+        return [self.scontrol, "update", f"NodeName={action.target}", "State=DRAIN",
+                f"Reason={reason(action, alert)}"]
 
-class KubernetesExecutor:
-    """drain_node: cordon (PATCH spec.unschedulable) and taint the node; mark_degraded: taint only.
-    Through the API server with a bearer token (``token`` or ``token_file``)."""
-
-    TAINT_KEY = "suanli.io/degraded"
-
-    def __init__(self, api_url: str, token: str | None = None, token_file: str | None = None,
-                 verify: bool | str = True, timeout_s: float = 10.0) -> None:
-        self.api_url = api_url.rstrip("/")
-        self.token = token if token is not None else (
-            Path(token_file).read_text(encoding="utf-8").strip() if token_file else "")
-        self.verify, self.timeout_s = verify, timeout_s
+    def describe(self, action: PlannedAction, alert: Alert) -> str:
+        return shlex.join(self.argv(action, alert))
 
     def execute(self, action: PlannedAction, alert: Alert) -> str:
-        if action.target_kind != "node" or action.action not in ("drain_node", "mark_degraded"):
-            raise ActionFailed(f"kubernetes executor cannot {action.action} a {action.target_kind}")
-        spec: dict[str, Any] = {"taints": [{"key": self.TAINT_KEY, "value": alert.rule, "effect": "NoSchedule"}]}
-        if action.action == "drain_node":
-            spec["unschedulable"] = True
-        url = f"{self.api_url}/api/v1/nodes/{action.target}"
-        headers = {"Authorization": f"Bearer {self.token}",
-                   "Content-Type": "application/strategic-merge-patch+json"}
+        argv = self.argv(action, alert)
+        run(argv, self.timeout_s)
+        return shlex.join(argv)
+
+    def out_of_service(self) -> set[str] | None:
         try:
-            resp = httpx.patch(url, json={"spec": spec}, headers=headers, timeout=self.timeout_s,
-                               verify=self.verify)
-        except httpx.HTTPError as e:
-            raise ActionFailed(f"PATCH {url}: {e}") from None
-        if resp.status_code >= 300:
-            raise ActionFailed(f"PATCH {url}: HTTP {resp.status_code}")
-        return f"PATCH {url} -> {resp.status_code}"
+            text = run([self.sinfo, "--noheader", "--Node", "--format=%N %T"], self.timeout_s)
+        except ActionFailed as e:
+            raise ActionFailed(f"cannot read Slurm node states: {e}") from None
+        return parse_sinfo(text)
 
 
-class WebhookExecutor:
+class WebhookExecutor(BaseExecutor):
     """POST the action and its alert as JSON to ``url``."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None, timeout_s: float = 10.0,
+                 effect: str | None = None) -> None:
         self.url, self.headers, self.timeout_s = url, headers or {}, timeout_s
+        self.declared_effect = effect
+
+    def describe(self, action: PlannedAction, alert: Alert) -> str:
+        return f"POST {self.url} ({action.action} {action.target})"
 
     def execute(self, action: PlannedAction, alert: Alert) -> str:
         body = {"action": action.action, "target_kind": action.target_kind, "target": action.target,
@@ -114,39 +120,54 @@ class WebhookExecutor:
         return f"POST {self.url} -> {resp.status_code}"
 
 
-class ShellExecutor:
-    """Run a command template, split like a shell (no shell runs it) and filled per argument with
-    ``{action} {target} {target_kind} {rule} {entity} {text}``."""
+class ShellExecutor(BaseExecutor):
+    """Run a command given as an argument list (never a shell), each argument filled with
+    ``{action} {target} {target_kind} {rule} {entity} {text}``: a filled value stays one argument."""
 
-    def __init__(self, command: str, timeout_s: float = 30.0) -> None:
-        self.argv_template = shlex.split(command)
+    def __init__(self, command: list[str], timeout_s: float = 30.0, effect: str | None = None) -> None:
+        try:
+            self.argv_template = check_command(command)
+        except ValueError as e:
+            raise InputError(str(e), key="command") from None
         self.timeout_s = timeout_s
+        self.declared_effect = effect
 
-    def execute(self, action: PlannedAction, alert: Alert) -> str:
+    def argv(self, action: PlannedAction, alert: Alert) -> list[str]:
         fields = {"action": action.action, "target": action.target, "target_kind": action.target_kind,
                   "rule": alert.rule, "entity": alert.entity_id, "text": str(action.params.get("text", ""))}
-        try:
-            argv = [tok.format(**fields) for tok in self.argv_template]
-        except (KeyError, IndexError, ValueError) as e:
-            raise ActionFailed(f"bad command template: {e}") from None
-        return _run(argv, self.timeout_s)
+        return [tok.format(**fields) for tok in self.argv_template]
+
+    def describe(self, action: PlannedAction, alert: Alert) -> str:
+        return shlex.join(self.argv(action, alert))
+
+    def execute(self, action: PlannedAction, alert: Alert) -> str:
+        argv = self.argv(action, alert)
+        run(argv, self.timeout_s)
+        return shlex.join(argv)
 
 
-class LogExecutor:
-    """Does nothing but say what it would do (the audit log is the record)."""
+class LogExecutor(BaseExecutor):
+    """Does nothing but say what it would do (the audit log is the record); changes nothing."""
+
+    def effect(self, action: PlannedAction) -> Effect:
+        return NO_EFFECT
+
+    def describe(self, action: PlannedAction, alert: Alert) -> str:
+        return f"log {action.action} {action.target}"
 
     def execute(self, action: PlannedAction, alert: Alert) -> str:
         return f"logged {action.action} {action.target}"
 
 
 def build_executors(specs: dict[str, ExecutorSpec]) -> dict[str, Executor]:
-    """Executors per action from the rule file's ``executors:`` section."""
+    """Executors per action from the rule file's ``executors:`` section. Nothing is read or run
+    here (a Kubernetes token is read by ``prepare``, which a dry run never calls)."""
     kinds: dict[str, type[Any]] = {"slurm": SlurmExecutor, "kubernetes": KubernetesExecutor,
                                    "webhook": WebhookExecutor, "shell": ShellExecutor, "log": LogExecutor}
     out: dict[str, Executor] = {}
     for action, spec in specs.items():
         try:
-            out[action] = kinds[spec.kind](**spec.settings)
-        except (TypeError, KeyError, OSError) as e:
-            raise InputError(f"bad settings for a {spec.kind} executor: {e}", key=f"executors.{action}") from None
+            out[action] = kinds[spec.kind](**check_executor(spec.kind, spec.settings))
+        except ValueError as e:
+            raise InputError(str(e), key=f"executors.{action}") from None
     return out

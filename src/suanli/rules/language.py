@@ -14,16 +14,20 @@ from typing import Any
 import yaml
 
 from suanli.errors import InputError
+from suanli.rules.action_config import (
+    ACTIONS,
+    ActionsConfig,
+    ExecutorSpec,
+    parse_actions_section,
+    parse_executors_section,
+)
 from suanli.rules.conditions import Condition, parse_condition, parse_duration
-from suanli.rules.inhibit import InhibitRule, parse_matcher
+from suanli.rules.matchers import InhibitRule, parse_matcher
 from suanli.rules.names import SCOPES
 
 __all__ = ["ACTIONS", "ActionSpec", "ActionsConfig", "ExecutorSpec", "Rule", "RuleSet", "load_rules",
            "parse_rules"]
 
-ACTIONS: tuple[str, ...] = ("mark_degraded", "retire_gpu", "drain_node", "reschedule_job", "open_ticket",
-                            "notify")
-EXECUTOR_KINDS: tuple[str, ...] = ("slurm", "kubernetes", "webhook", "shell", "log")
 SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
 
 
@@ -55,38 +59,10 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class ActionsConfig:
-    """How planned actions are carried out (all have safe defaults)."""
-
-    dry_run: bool = True
-    """Plan and audit, never execute. Default on; set ``dry_run: false`` to act."""
-    dedup_window_s: float = 3600.0
-    """The same action on the same target is not repeated within this window."""
-    rate_limit_count: int = 20
-    """At most this many executed actions ..."""
-    rate_limit_window_s: float = 600.0
-    """... per this many seconds (all rules together)."""
-    max_drain_fraction: float = 0.05
-    """Blast-radius guard: never have more than this share of all nodes drained at once."""
-    max_job_drain_fraction: float = 0.25
-    """Blast-radius guard: never drain more than this share of one job's nodes at once."""
-    audit_log: str | None = None
-    """JSON-lines file every decision is appended to (None: kept in memory only)."""
-
-
-@dataclass(frozen=True)
-class ExecutorSpec:
-    """Which executor carries out one action: ``kind`` (slurm, kubernetes, webhook, shell, log) and settings."""
-
-    kind: str
-    settings: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class RuleSet:
     rules: tuple[Rule, ...]
     inhibit_rules: tuple[InhibitRule, ...] = ()
-    actions: ActionsConfig = ActionsConfig()
+    actions: ActionsConfig = field(default_factory=ActionsConfig)
     executors: dict[str, ExecutorSpec] = field(default_factory=dict)
     source: str = ""
 
@@ -210,35 +186,6 @@ def _inhibit(ctx: _Ctx, node: yaml.Node) -> InhibitRule:
     return InhibitRule(name=name, source_matchers=src, target_matchers=tgt, equal=equal, topology=topology)
 
 
-def _actions_config(ctx: _Ctx, node: yaml.Node) -> ActionsConfig:
-    m = ctx.mapping(node, "actions")
-    kw: dict[str, Any] = {}
-    fields = ActionsConfig.__dataclass_fields__
-    for key, vnode in m.items():
-        attr = key + "_s" if key + "_s" in fields else key
-        if attr not in fields:
-            raise ctx.err(vnode, f"actions: unknown key {key!r}; valid: {', '.join(fields)}")
-        val = ctx.value(vnode)
-        try:
-            kw[attr] = parse_duration(val) if attr.endswith("_s") and isinstance(val, str) else val
-        except ValueError as e:
-            raise ctx.err(vnode, f"actions.{key}: {e}") from None
-    return ActionsConfig(**kw)
-
-
-def _executors(ctx: _Ctx, node: yaml.Node) -> dict[str, ExecutorSpec]:
-    out: dict[str, ExecutorSpec] = {}
-    for action, enode in ctx.mapping(node, "executors").items():
-        if action not in ACTIONS:
-            raise ctx.err(enode, f"executors: unknown action {action!r}; valid actions: {', '.join(ACTIONS)}")
-        settings = ctx.value(enode)
-        if not isinstance(settings, dict) or settings.get("kind") not in EXECUTOR_KINDS:
-            raise ctx.err(enode, f"executors.{action}: 'kind' must be one of {', '.join(EXECUTOR_KINDS)}")
-        kind = str(settings.pop("kind"))
-        out[action] = ExecutorSpec(kind, settings)
-    return out
-
-
 def parse_rules(text: str, source: str = "rules.yaml", event_window_s: float = 3600.0,
                 sudden_factor: float = 10.0) -> RuleSet:
     """Parse rule-file text; InputError (file:line: what) on anything wrong."""
@@ -264,8 +211,9 @@ def parse_rules(text: str, source: str = "rules.yaml", event_window_s: float = 3
         seen.add(r.name)
     inhibits = tuple(_inhibit(ctx, n) for n in ctx.seq(top["inhibit_rules"], "inhibit_rules")) \
         if "inhibit_rules" in top else ()
-    actions = _actions_config(ctx, top["actions"]) if "actions" in top else ActionsConfig()
-    executors = _executors(ctx, top["executors"]) if "executors" in top else {}
+    # the actions and executors sections are validated by the action layer (action_config.py)
+    actions = parse_actions_section(source, top["actions"]) if "actions" in top else ActionsConfig()
+    executors = parse_executors_section(source, top["executors"]) if "executors" in top else {}
     return RuleSet(rules, inhibits, actions, executors, source)
 
 

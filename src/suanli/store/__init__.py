@@ -1,15 +1,16 @@
-"""suanli.store: the query interface (:class:`Store`), the DuckDB backend, the loader and ``check``.
+"""suanli.store: the query interface (:class:`Store`), the ingest sink it implements (:class:`Sink`,
+declared by ``suanli.ingest.sink``), the DuckDB backend and ``check``.
 
->>> from suanli.store import DuckStore, load_paths
+>>> from suanli.ingest import load_paths
+>>> from suanli.store import DuckStore
 >>> store = DuckStore("run.duckdb")            # or DuckStore(None): in memory
 >>> report = load_paths([Path("scenario/")], store)
 >>> temps = store.series("DCGM_FI_DEV_GPU_TEMP", start=t0, end=t1)
 """
 
-from suanli.store.api import Series, SpanFrame, Store
+from suanli.store.api import Series, Sink, SpanFrame, Store, Transaction, missing_inputs
 from suanli.store.check import CheckConfig, CheckReport, check
 from suanli.store.duck import DuckStore, DuckStoreConfig
-from suanli.store.loader import load_paths, missing_inputs, plan_paths
 
 __all__ = [
     "CheckConfig",
@@ -17,10 +18,10 @@ __all__ = [
     "DuckStore",
     "DuckStoreConfig",
     "Series",
+    "Sink",
     "SpanFrame",
     "Store",
+    "Transaction",
     "check",
-    "load_paths",
     "missing_inputs",
-    "plan_paths",
 ]

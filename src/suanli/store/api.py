@@ -1,19 +1,25 @@
-"""The one query interface every analysis reads through. Backends (DuckDB by default, later
-Prometheus-compatible TSDBs) implement :class:`Store`; analyses never know which is behind it.
+"""The store's protocols: :class:`Store`, the one query interface every analysis reads through,
+and (re-exported from :mod:`suanli.ingest.sink`, which ingest writes through) :class:`Sink`.
+Backends (DuckDB by default, later Prometheus-compatible TSDBs) implement them; analyses never
+know which is behind it.
 
 Times are float epoch seconds; ``start``/``end`` of None mean "no bound". Arrays are NumPy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
+from suanli.ingest.records import Event, IngestReport, SeriesKey
+from suanli.ingest.sink import EventBatch, KeptInventory, SampleBatch, Sink, SpanBatch, Transaction
+
+__all__ = ["F64", "EventBatch", "KeptInventory", "SampleBatch", "Series", "Sink", "SpanBatch", "SpanFrame",
+           "Store", "Transaction", "missing_inputs"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -48,27 +54,11 @@ class SpanFrame:
 
 
 class Store(Protocol):
-    # -- writing (ingest side) --------------------------------------------------------------
-    def put_inventory(self, text: str, source: str) -> None:
-        """Keep the inventory YAML the data was resolved against (``--db`` diagnose reloads it)."""
+    """Queries over what ingest wrote."""
 
-    def inventory_text(self) -> str | None: ...
+    def inventory_text(self) -> str | None:
+        """The inventory YAML the data was resolved against (``--db`` diagnose reloads it)."""
 
-    def add_samples(self, key: SeriesKey, ts: F64, values: F64) -> None:
-        """Append samples of one series (any order, duplicates allowed: last write wins)."""
-
-    def add_spans(self, spans: Iterable[Span]) -> None: ...
-
-    def add_events(self, events: Iterable[Event]) -> None: ...
-
-    def add_report(self, source: str, report: IngestReport) -> None:
-        """Remember what one ingest run loaded, left unresolved and rejected."""
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
-
-    # -- reading (analysis side) ------------------------------------------------------------
     def metrics(self) -> list[str]:
         """Metric names present."""
 
@@ -106,15 +96,14 @@ class Store(Protocol):
 
     def unresolved_series(self) -> list[SeriesKey]: ...
 
+    def stats(self) -> dict[str, int]:
+        """Rows held per table: ``series``, ``samples``, ``spans``, ``events``."""
 
-def add_batches(store: Store, batches: Iterable[tuple[SeriesKey, F64, F64]], report: IngestReport) -> None:
-    """Append parsed ``(series, ts, values)`` batches, counting each new series (and the
-    unresolved ones) in the report once."""
-    seen: set[SeriesKey] = set()
-    for key, ts, values in batches:
-        store.add_samples(key, ts, values)
-        if key not in seen:
-            seen.add(key)
-            report.add("series")
-            if key.entity_id is None:
-                report.add_unresolved("series")
+
+def missing_inputs(store: Store) -> list[str]:
+    """Which of ``metrics``, ``traces``, ``logs`` the store holds nothing of (for ``missing``)."""
+    counts = store.stats()
+    have = {"metrics": counts.get("samples", 0), "traces": counts.get("spans", 0), "logs": counts.get("events", 0)}
+    return [kind for kind in ("metrics", "traces", "logs") if not have[kind]]
+
+

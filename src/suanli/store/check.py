@@ -33,13 +33,21 @@ from typing import Any
 import numpy as np
 
 from suanli.ingest.records import Event, SeriesKey
+from suanli.inventory import Inventory
+from suanli.inventory.normalize import (
+    GPU_INDEX_LABEL,
+    HOST_LABELS,
+    PCI_LABEL,
+    UUID_LABELS,
+    pci_key,
+    strip_port,
+)
+from suanli.metric_catalog import DCGM_PREFIX
 from suanli.store.api import Store
 
 __all__ = ["CheckConfig", "CheckReport", "check"]
 
-_HOST_LABELS = ("Hostname", "hostname", "node", "host", "instance")
 _UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]+$")
-_PCI = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?$")
 _HW_EVENTS = ("xid", "aer", "sxid")
 
 
@@ -80,7 +88,7 @@ def _label_text(key: SeriesKey) -> str:
     return key.metric + "{" + ",".join(f'{k}="{v}"' for k, v in key.labels) + "}"
 
 
-def _series_problems(keys: list[SeriesKey], inventory: Any, cfg: CheckConfig) -> list[str]:
+def _series_problems(keys: list[SeriesKey], inventory: Inventory, cfg: CheckConfig) -> list[str]:
     out: list[str] = []
     unresolved: dict[str, list[SeriesKey]] = defaultdict(list)
     for k in keys:
@@ -89,8 +97,8 @@ def _series_problems(keys: list[SeriesKey], inventory: Any, cfg: CheckConfig) ->
     for metric, ks in sorted(unresolved.items()):
         out.append(f"{len(ks)} series of {metric} resolve to no entity: "
                    f"{_examples((_label_text(k) for k in ks), cfg.examples)}")
-    no_ids = [k for k in keys if k.metric.startswith("DCGM_") and not k.label("UUID")
-              and not ((k.label("Hostname") or k.label("hostname")) and k.label("gpu"))]
+    no_ids = [k for k in keys if k.metric.startswith(DCGM_PREFIX) and not any(k.label(u) for u in UUID_LABELS)
+              and not ((k.label("Hostname") or k.label("hostname")) and k.label(GPU_INDEX_LABEL))]
     if no_ids:
         out.append(f"{len(no_ids)} DCGM series have neither UUID nor Hostname+gpu: "
                    f"{_examples((_label_text(k) for k in no_ids), cfg.examples)}")
@@ -98,25 +106,25 @@ def _series_problems(keys: list[SeriesKey], inventory: Any, cfg: CheckConfig) ->
     return out
 
 
-def _convention_problems(keys: list[SeriesKey], inventory: Any, cfg: CheckConfig) -> list[str]:
-    nodes = set(getattr(inventory, "nodes", {}) or {})
+def _convention_problems(keys: list[SeriesKey], inventory: Inventory, cfg: CheckConfig) -> list[str]:
+    nodes = set(inventory.nodes)
     bad_hosts: Counter[str] = Counter()
     bad_uuid: Counter[str] = Counter()
     bad_pci: Counter[str] = Counter()
     for k in keys:
         labels = dict(k.labels)
-        for name in _HOST_LABELS:
+        for name in HOST_LABELS:
             host = labels.get(name)
             if host is None or (k.metric.startswith("suanli_") and name == "instance"):
                 continue
-            bare = host.rsplit(":", 1)[0] if name == "instance" else host
+            bare = strip_port(host) if name == "instance" else host
             if nodes and bare not in nodes:
                 bad_hosts[f"{name}={host}"] += 1
         uuid = labels.get("UUID")
         if uuid and not _UUID.match(uuid):
             bad_uuid[uuid] += 1
-        pci = labels.get("pci_bus_id")
-        if pci and not _PCI.match(pci):
+        pci = labels.get(PCI_LABEL)
+        if pci and pci_key(pci) is None:
             bad_pci[pci] += 1
     out = []
     if bad_hosts:
@@ -173,7 +181,7 @@ def _event_stats(events: list[Event], cfg: CheckConfig) -> tuple[int, int, list[
     return len(hw), len(hw) - len(bad), problems
 
 
-def check(store: Store, inventory: Any, *, rules_loaded: int = 0, inhibitions: int = 0,
+def check(store: Store, inventory: Inventory, *, rules_loaded: int = 0, inhibitions: int = 0,
           config: CheckConfig | None = None) -> CheckReport:
     """Problems and maturity of what ``store`` holds against ``inventory``."""
     cfg = config or CheckConfig()
@@ -211,7 +219,7 @@ def _ingest_problems(store: Store, cfg: CheckConfig) -> list[str]:
 def _coverage(keys: list[SeriesKey], has_spans: bool, has_logs: bool) -> tuple[int, str]:
     metrics = {k.metric for k in keys}
     kinds = {
-        "GPU metrics": any(m.startswith("DCGM_") for m in metrics),
+        "GPU metrics": any(m.startswith(DCGM_PREFIX) for m in metrics),
         "fabric metrics": any(m.startswith(("node_infiniband_", "suanli_switch_port_", "suanli_rdma_",
                                             "suanli_port_pre_fec", "suanli_link_latency")) for m in metrics),
         "training spans": has_spans,
@@ -229,7 +237,7 @@ def _share(part: int, whole: int) -> float:
 
 
 def _correlation(keys: list[SeriesKey], spans: _SpanStats, hw_total: int, hw_resolved: int,
-                 inventory: Any, cfg: CheckConfig) -> tuple[int, str]:
+                 inventory: Inventory, cfg: CheckConfig) -> tuple[int, str]:
     series_share = _share(sum(1 for k in keys if k.entity_id), len(keys))
     span_share = _share(spans.resolved, spans.total)
     join_share = _share(spans.joinable, spans.steps)
@@ -242,7 +250,7 @@ def _correlation(keys: list[SeriesKey], spans: _SpanStats, hw_total: int, hw_res
         return 2, f"partly joined: {facts}"
     if join_share < cfg.min_resolved or event_share < cfg.min_resolved:
         return 3, f"metrics and spans join on entities: {facts}"
-    slas = {j.sla_id for j in (getattr(inventory, "jobs", {}) or {}).values() if getattr(j, "sla_id", None)}
+    slas = inventory.slas
     sla_series = {k.entity_id for k in keys if k.entity_kind == "sla"}
     if not slas or not slas <= sla_series:
         return 4, f"hardware, framework and logs join; business SLA metrics missing for some jobs: {facts}"

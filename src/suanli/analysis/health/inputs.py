@@ -1,0 +1,110 @@
+"""Reading one GPU's hardware signals out of the store: DCGM series, PCIe AER counters, Xid and AER
+events, each attached to its GPU. The only module of the health analysis that talks to the store.
+
+Series and events ingest could not attach to a GPU are matched here by host + GPU index or PCI
+bus id (issue 11 moves that matching into ingest's one resolver; then this falls away).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from suanli.analysis.health import detect as hd
+from suanli.analysis.health import events as hw
+from suanli.analysis.window import Window
+from suanli.ingest.records import Event, SeriesKey
+from suanli.inventory.model import Gpu
+from suanli.store.api import Store
+
+__all__ = ["GAUGES", "InventoryLike", "collect"]
+
+_GPU_METRICS = (hw.SBE, hw.DBE, hw.REMAP_CORR, hw.REMAP_UNCORR, hw.REMAP_FAIL, hw.XID_ERRORS,
+                hw.PCIE_REPLAY, hw.NVLINK_BW, hw.THROTTLE, hw.GPU_TEMP, hw.MEMORY_TEMP, hw.SM_CLOCK,
+                hw.POWER, hw.GPU_UTIL)
+GAUGES = (hw.GPU_TEMP, hw.POWER, hw.SM_CLOCK, hw.GPU_UTIL, hw.MEMORY_TEMP)
+_PCI = re.compile(r"(?:[0-9a-f]{4,8}:)?([0-9a-f]{2}:[0-9a-f]{2})(?:\.[0-7])?", re.IGNORECASE)
+
+
+class InventoryLike(Protocol):
+    @property
+    def gpus(self) -> Mapping[str, Gpu]: ...
+
+
+def _gpu_of_key(key: SeriesKey, inventory: InventoryLike, by_pci: Mapping[tuple[str, str], str]) -> str | None:
+    if key.entity_kind == "gpu" and key.entity_id:
+        return key.entity_id
+    node = key.label("Hostname") or key.label("node") or (key.entity_id if key.entity_kind == "node" else None)
+    idx = key.label("gpu")
+    if node and idx is not None and idx.isdigit() and f"{node}/gpu{idx}" in inventory.gpus:
+        return f"{node}/gpu{idx}"
+    pci = key.label("pci_bus_id")
+    m = _PCI.search(pci or "")
+    return by_pci.get((node or "", m.group(1).lower())) if m else None
+
+
+def _merge(pairs: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]) -> hd.Pair:
+    ts = np.concatenate([p[0] for p in pairs]).astype(np.float64)
+    v = np.concatenate([p[1] for p in pairs]).astype(np.float64)
+    order = np.argsort(ts, kind="stable")
+    return ts[order], hw.clean(v[order])
+
+
+def collect(store: Store, inventory: InventoryLike, window: Window) -> dict[str, hd.GpuData]:
+    """Each GPU's DCGM series, PCIe AER counters and Xid / AER events in the window."""
+    start, end = window
+    by_pci: dict[tuple[str, str], str] = {}
+    for g in inventory.gpus.values():
+        m = _PCI.search(g.pci_bus_id or "")
+        if m:
+            by_pci[(g.node, m.group(1).lower())] = g.id
+    data = {g.id: hd.GpuData(g.id, g.node) for g in inventory.gpus.values()}
+    raw: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
+    for metric in (*_GPU_METRICS, hw.CLOCKS_EVENT, hw.PCIE_AER):
+        for s in store.series(metric, start=start, end=end):
+            gid = _gpu_of_key(s.key, inventory, by_pci)
+            if gid is None or gid not in data:
+                continue
+            sub = hw.THROTTLE if metric == hw.CLOCKS_EVENT else metric
+            sub = sub if metric != hw.PCIE_AER else f"aer:{s.key.label('severity') or 'unknown'}"
+            raw.setdefault((gid, sub), []).append((s.ts, s.values))
+    for (gid, sub), pairs in raw.items():
+        target = data[gid].aer if sub.startswith("aer:") else data[gid].series
+        target[sub.removeprefix("aer:")] = _merge(pairs)
+    for ev in store.events(kinds=["xid", "aer"], start=start, end=end):
+        gid = _gpu_of_event(ev, by_pci)
+        if gid in data:
+            data[gid].events.append(hw.HwEvent(
+                ev.ts, gid, ev.kind, float(ev.count), ev.code, ev.severity,
+                hw.xid_meaning(ev.code) if ev.kind == "xid" and ev.code is not None else "",
+                ev.source or "log"))
+    for d in data.values():
+        if not any(e.kind == "xid" for e in d.events) and hw.XID_ERRORS in d.series:
+            d.events.extend(_dcgm_xids(d.gpu_id, *d.series[hw.XID_ERRORS]))
+    return data
+
+
+def _gpu_of_event(ev: Event, by_pci: Mapping[tuple[str, str], str]) -> str | None:
+    if ev.entity_kind == "gpu":
+        return ev.entity_id
+    host = ev.host or (ev.entity_id if ev.entity_kind == "node" else None) or ""
+    for m in _PCI.finditer(ev.message):
+        gid = by_pci.get((host, m.group(1).lower()))
+        if gid:
+            return gid
+    return None
+
+
+def _dcgm_xids(gpu_id: str, ts: hd.F64, values: hd.F64) -> list[hw.HwEvent]:
+    """``DCGM_FI_DEV_XID_ERRORS`` holds the last Xid code: each change to a non-zero code is an event."""
+    ok = np.flatnonzero(np.isfinite(values))
+    out = []
+    for a, b in itertools.pairwise(ok):
+        if values[b] != values[a] and values[b] > 0:
+            code = int(values[b])
+            out.append(hw.HwEvent(float(ts[b]), gpu_id, "xid", 1.0, code, None, hw.xid_meaning(code), "dcgm"))
+    return out

@@ -1,0 +1,16 @@
+"""The verbs of spec/cli.md, one module each (its flags and its body), thin over the pipeline and
+the reports. Exit status: 0 done, 2 bad input or usage, 1 an internal error (traceback only
+under ``--debug``). Importing a verb module registers its verbs, so the imports below are in the
+order ``suanli --help`` lists them."""
+
+# isort: off
+from suanli.cli import simulate
+from suanli.cli import ingest
+from suanli.cli import diagnose
+from suanli.cli import demo
+from suanli.cli import overrides
+from suanli.cli import rules
+from suanli.cli.base import app, main, progress_bar
+# isort: on
+
+__all__ = ["app", "demo", "diagnose", "ingest", "main", "overrides", "progress_bar", "rules", "simulate"]

@@ -1,0 +1,127 @@
+"""What every verb shares: the Typer apps, the consoles, the progress bar, and ``run_verb`` (bad
+input -> one line, exit 2; an internal error -> one line, exit 1, traceback only under ``--debug``)."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_DB", "app", "err", "main", "out", "progress_bar", "rules_app", "run_verb"]
+
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from suanli.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="suanli: the compute actuary for GPU training clusters.")
+rules_app = typer.Typer(no_args_is_help=True, help="Self-healing rules: check and export.")
+app.add_typer(rules_app, name="rules")
+
+PIPE_WIDTH = 200
+"""Columns of the tables when stdout is not a terminal (a pipe, a file) and COLUMNS is unset: wide
+enough that the ledger is not cut to ``lla…`` in a log file."""
+
+
+def _out_width() -> int | None:
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return None
+    return PIPE_WIDTH
+
+
+out = Console(soft_wrap=True, width=_out_width())
+err = Console(stderr=True, soft_wrap=True)
+_state: dict[str, bool] = {"debug": False}
+
+DEFAULT_DB = Path("suanli.duckdb")
+
+
+@app.callback()
+def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False
+          ) -> None:
+    _state["debug"] = debug
+    if debug:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+
+
+@contextmanager
+def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A ``progress(label, done, total)`` callback drawing a Rich bar on a terminal; None in a pipe."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    tasks: dict[str, Any] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        def update(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=max(total, 1))
+            bar.update(tasks[label], completed=done, total=max(total, 1))
+
+        yield update
+
+
+def run_verb(fn: Callable[[], int | None]) -> None:
+    """Run a verb body: InputError -> one line, exit 2; anything else -> exit 1."""
+    try:
+        code = fn() or 0
+    except InputError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    except (typer.Exit, typer.Abort):
+        raise
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    except BrokenPipeError:  # `suanli diagnose --json | head`: the reader left; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        err.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
+                  markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    if code:
+        raise typer.Exit(code)
+
+
+def _usage_line(exc: Exception) -> str | None:
+    """A usage error (unknown option, missing or bad value) as one line; None for anything else."""
+    if getattr(exc, "exit_code", None) != 2 or not hasattr(exc, "format_message"):
+        return None
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "suanli"
+    return f"error: {path}: {exc.format_message()} (see `{path} --help`)"
+
+
+def main() -> None:
+    """The console script. Usage errors are one line on stderr and exit 2, like bad input."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(1)
+    except Exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `suanli` / `suanli rules`: the help
+            text = exc.format_message()  # type: ignore[attr-defined]  # empty: Rich printed it
+            if text:
+                print(text, file=sys.stderr)
+            sys.exit(2)
+        line = _usage_line(exc)
+        if line is None:
+            raise
+        print(line.replace("\n", " "), file=sys.stderr)
+        sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,107 @@
+"""The pipeline as an incremental step over a sliding window (what ``suanli serve`` calls).
+
+``Pipeline.step(now)`` analyses ``[now - LiveConfig.window_s, now]`` (never reaching before the
+data's first record), advances the rule evaluator on its evaluation grid up to ``now`` (its
+pending / firing state carries over, exactly as in a batch run), runs inhibition, correlation,
+impact and actions on that pass, and folds the pass into the incident tracker, which opens,
+updates, reopens and resolves incidents. Actions are decided once per alert, when it has fired.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suanli.analysis.result import EntityValues
+from suanli.analysis.window import Window
+from suanli.config import Config
+from suanli.incidents.model import Incident, Signal
+from suanli.incidents.reach import Reach
+from suanli.incidents.tracker import IncidentTracker
+from suanli.inventory import Inventory
+from suanli.pipeline import stages
+from suanli.pipeline.inputs import Inputs
+from suanli.pipeline.model import Diagnosis, RuleAlerts
+from suanli.rules import ActionRunner, EntityIndex, Evaluator, load_rules
+from suanli.store.api import Store
+
+__all__ = ["Pipeline", "Step"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: this pass's diagnosis, and what it changed in the tracked incidents."""
+
+    now: float
+    diagnosis: Diagnosis
+    changes: list[tuple[str, Incident]]
+    """``(opened | updated | reopened | resolved, incident)``."""
+
+
+class Pipeline:
+    """The stages of :mod:`.stages` with the state that carries from one step to the next: the rule
+    evaluator, the action runner (deduplication, the drain guard) and the incident tracker."""
+
+    def __init__(self, store: Store, inventory: Inventory, config: Config | None = None,
+                 inputs: Inputs | None = None) -> None:
+        self.store, self.inventory = store, inventory
+        self.config = config if config is not None else Config()
+        self.inputs = inputs if inputs is not None else Inputs(load_rules(None))
+        self.index, self.reach = EntityIndex.from_inventory(inventory), Reach(inventory)
+        rs = self.inputs.ruleset
+        self.evaluator = Evaluator(rs, self.index, self.config.rules) if rs is not None else None
+        self.runner = ActionRunner.from_ruleset(rs, self.index, dry_run=True) if rs is not None else None
+        self.tracker = IncidentTracker(self.config.tracker)
+        self.decisions: stages.Decisions = {}
+        self._decided: set[str] = set()
+
+    def window(self, now: float) -> Window:
+        extent = self.store.time_range()
+        first = extent[0] if extent is not None else now
+        return Window(min(max(now - self.config.live.window_s, first), now), now)
+
+    def step(self, now: float) -> Step:
+        win = self.window(now)
+        results = stages.analyses(self.store, self.inventory, win, self.config)
+        alerts = self._rule_alerts(win, results.values())
+        sigs = stages.signals(results, alerts, self.inputs.alert_payloads, self.inventory, self.index)
+        sigs = stages.inhibition(sigs, self.inputs.ruleset, self.reach)
+        found = stages.correlation(sigs, self.reach, self.config.correlation)
+        stages.impact(found.incidents, self.store, self.inventory, now, self.config.impact)
+        self._decide(alerts, sigs)
+        stages.actions(found.incidents, self.decisions)
+        changes = self.tracker.update(now, found.incidents)
+        errors = [*results.errors, *([alerts.error] if alerts.error else [])]
+        diag = Diagnosis(self.inventory.cluster, win, [], found.incidents, found.unexplained, results, errors,
+                         {**results.timings_s, "rules": alerts.seconds})
+        return Step(now, diag, changes)
+
+    def incidents(self) -> list[Incident]:
+        """Every incident tracked so far, open and resolved."""
+        return self.tracker.incidents()
+
+    def _rule_alerts(self, win: Window, values: EntityValues) -> RuleAlerts:
+        """Evaluate from the next point of the evaluation grid up to ``now``; the alerts that fired
+        and are still firing or resolved inside the window."""
+        if self.evaluator is None:
+            return RuleAlerts()
+        last = self.evaluator.last_eval_s
+        start = win.start if last is None else last + self.config.rules.eval_interval_s
+        if start <= win.end:        # else no point of the grid is due yet: nothing to evaluate
+            done = stages.rule_alerts(self.evaluator, self.store, Window(start, win.end), values)
+        else:
+            fired = tuple(a for a in self.evaluator.alerts() if a.fired_at is not None)
+            done = RuleAlerts(fired, stages.indirect_rules(self.evaluator.ruleset))
+        kept = tuple(a for a in done.alerts if a.resolved_at is None or a.resolved_at >= win.start)
+        return RuleAlerts(kept, done.indirect_rules, done.error, done.seconds)
+
+    def _decide(self, alerts: RuleAlerts, sigs: list[Signal]) -> None:
+        """Alerts firing and not muted now that the runner has not decided on yet go through it
+        (once each)."""
+        if self.runner is None:
+            return
+        muted = {s.ref for s in sigs if s.muted_by}
+        skip = self._decided | muted
+        new = [a for a in alerts.alerts if a.state == "firing" and a.key not in skip]
+        for key, records in stages.action_decisions(self.runner, new, sigs).items():
+            self.decisions.setdefault(key, []).extend(records)
+        self._decided.update(a.key for a in new)

@@ -1,0 +1,62 @@
+"""The diagnosis as the JSON object of spec/diagnosis.md (keys may be added; these keep their meaning)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from suanli.incidents.model import Impact, Incident, Signal
+from suanli.pipeline import Diagnosis
+from suanli.timefmt import to_rfc3339
+
+__all__ = ["diagnosis_json", "impact_json"]
+
+UNEXPLAINED_SHOWN = 50
+"""Signals no incident explains are all counted; this many are listed."""
+
+
+def diagnosis_json(diag: Diagnosis) -> dict[str, Any]:
+    health, ledger = diag.results.health, diag.results.ledger
+    return {
+        "cluster": diag.cluster,
+        "window": {"start": to_rfc3339(diag.window[0]), "end": to_rfc3339(diag.window[1])},
+        "missing": diag.missing,
+        "incidents": [_incident_json(i) for i in diag.incidents],
+        "predictions": health.predictions_json() if health is not None else [],
+        "efficiency": ledger.efficiency_json() if ledger is not None else {"jobs": []},
+        "alerts": {
+            "total": sum(i.alert_count for i in diag.incidents) + len(diag.unexplained),
+            "incidents": len(diag.incidents),
+            "unexplained": [_signal_json(s) for s in diag.unexplained[:UNEXPLAINED_SHOWN]],
+            "unexplained_count": len(diag.unexplained),
+        },
+        "analysis_errors": diag.analysis_errors,
+    }
+
+
+def _signal_json(s: Signal) -> dict[str, Any]:
+    return {"source": s.source, "name": s.name, "kind": s.entity_kind, "id": s.entity_id,
+            "start": to_rfc3339(s.start), "category": s.category, "muted_by": list(s.muted_by)}
+
+
+def impact_json(imp: Impact) -> dict[str, Any]:
+    return {"jobs": list(imp.jobs), "gpus": imp.gpus, "sla_ids": list(imp.sla_ids),
+            "lost_gpu_hours": imp.lost_gpu_hours, "lost_cost": imp.lost_cost}
+
+
+def _incident_json(inc: Incident) -> dict[str, Any]:
+    n = inc.alert_count
+    return {
+        "id": inc.id,
+        "category": inc.category,
+        "root_cause": {"kind": inc.root_kind, "id": inc.root_id},
+        "confidence": round(inc.confidence, 3),
+        "start": to_rfc3339(inc.start),
+        "detected_at": to_rfc3339(inc.detected_at),
+        "end": to_rfc3339(inc.end),
+        "alerts": n,
+        "suppressed": max(n - 1, 0),
+        "muted_by_inhibition": inc.muted,
+        "impact": impact_json(inc.impact),
+        "evidence": inc.evidence,
+        "actions": [{"action": a.action, "target": a.target, "status": a.status} for a in inc.actions],
+    }

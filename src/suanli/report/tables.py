@@ -1,0 +1,34 @@
+"""The CLI's other tables: the scenarios the simulator offers, an ingest's summary, the
+observability maturity ``suanli check`` scores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rich.table import Table
+
+from suanli.ingest.records import IngestReport
+
+__all__ = ["ingest_table", "maturity_table", "scenarios_table"]
+
+
+def scenarios_table(scenarios: Iterable[tuple[str, str]]) -> Table:
+    table = Table("scenario", "what it injects", title="suanli simulate --scenario NAME")
+    for name, desc in scenarios:
+        table.add_row(name, desc)
+    return table
+
+
+def ingest_table(report: IngestReport) -> Table:
+    table = Table("records", "loaded", "unresolved", title="ingest summary")
+    for kind in sorted(set(report.loaded) | set(report.unresolved)):
+        table.add_row(kind, f"{report.loaded.get(kind, 0):,}", f"{report.unresolved.get(kind, 0):,}")
+    table.add_row("rejected", f"{report.rejected:,}", "")
+    return table
+
+
+def maturity_table(maturity: Mapping[str, tuple[int, str]]) -> Table:
+    table = Table("dimension", "level", "why", title="observability maturity")
+    for dim, (level, why) in maturity.items():
+        table.add_row(dim, str(level), why)
+    return table

@@ -1,0 +1,240 @@
+"""Read side of :class:`suanli.store.duck.DuckStore` (``api.Store``).
+
+Samples are read deduplicated (per (series, ts) the last write, highest ``rowid``, wins) and sorted by
+series then time; ranges are inclusive (``start <= ts <= end``). Series without samples in the
+range are left out of ``series``/``rate``; ``increase`` leaves out series with fewer than 2
+finite samples. Counter functions (``rate``, ``increase``) skip non-finite samples (NaN, ±Inf,
+DCGM blanks already NaN) and apply Prometheus' reset rule: when a sample is below the one
+before, the counter restarted from zero and the increase is the new value itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from suanli.ingest.records import Event, SeriesKey
+from suanli.store.api import F64, Series, SpanFrame
+from suanli.store.counters import counter_increase, counter_rate
+from suanli.store.duck import schema as sc
+
+__all__ = ["DuckReads"]
+
+
+def _where(*filters: tuple[object, str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The SQL condition and parameters of the filters that are set (value not None); NumPy
+    numbers are passed as Python ones."""
+    where, params = ["TRUE"], {}
+    for value, sql, args in filters:
+        if value is not None:
+            where.append(sql)
+            params.update({k: _plain(v) for k, v in args.items()})
+    return " AND ".join(where), params
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    return float(value) if isinstance(value, np.floating) else value
+
+
+def _bounds(start: float | None, end: float | None) -> tuple[float, float]:
+    return (-math.inf if start is None else float(start), math.inf if end is None else float(end))
+
+
+class DuckReads:
+    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id``, ``ids_of`` and
+    ``flush`` (every read commits the records buffered outside a transaction first)."""
+
+    con: duckdb.DuckDBPyConnection
+    lock: threading.RLock
+    keys_by_id: dict[int, SeriesKey]
+
+    def flush(self) -> None:  # pragma: no cover - provided by DuckStore
+        raise NotImplementedError
+
+    # -- series ---------------------------------------------------------------------------------
+    def metrics(self) -> list[str]:
+        self.flush()
+        return sorted({k.metric for k in self.keys_by_id.values()})
+
+    def series_keys(self, metric: str | None = None) -> list[SeriesKey]:
+        """Distinct keys in first-seen order."""
+        self.flush()
+        return [k for k in dict.fromkeys(self.keys_by_id.values()) if metric is None or k.metric == metric]
+
+    def unresolved_series(self) -> list[SeriesKey]:
+        self.flush()
+        return [k for k in dict.fromkeys(self.keys_by_id.values()) if k.entity_id is None]
+
+    def ids_of(self, key: SeriesKey) -> int | None:  # pragma: no cover - provided by DuckStore
+        raise NotImplementedError
+
+    def _select_ids(self, metric: str, entity_ids: Sequence[str] | None) -> dict[int, int]:
+        """Every id (aliases too) of the matching series -> the key's primary id."""
+        self.flush()
+        wanted = None if entity_ids is None else set(entity_ids)
+        out = {}
+        for sid, k in self.keys_by_id.items():
+            if k.metric == metric and (wanted is None or k.entity_id in wanted):
+                out[sid] = self.ids_of(k) or sid
+        return out
+
+    def samples_of(self, ids: dict[int, int], start: float | None = None,
+                   end: float | None = None) -> tuple[npt.NDArray[np.uint64], F64, F64]:
+        """(primary series id, ts, value) of the given ids (id -> primary id), deduplicated (last
+        write wins), sorted by series then time."""
+        lo, hi = _bounds(start, end)
+        sel = pa.table({"id": pa.array(list(ids), pa.uint64()), "canon": pa.array(list(ids.values()), pa.uint64())})
+        with self.lock:
+            self.flush()
+            self.con.register("_sel", sel)
+            try:
+                res = self.con.execute(
+                    "SELECT m.canon AS series_id, s.ts, arg_max(s.value, s.rowid) AS value "
+                    "FROM samples s JOIN _sel m ON s.series_id = m.id WHERE s.ts >= $lo AND s.ts <= $hi "
+                    "GROUP BY m.canon, s.ts ORDER BY m.canon, s.ts", {"lo": lo, "hi": hi}).fetchnumpy()
+            finally:
+                self.con.unregister("_sel")
+        return (np.asarray(res["series_id"], dtype=np.uint64), np.asarray(res["ts"], dtype=np.float64),
+                np.asarray(res["value"], dtype=np.float64))
+
+    def _per_series(self, metric: str, entity_ids: Sequence[str] | None, start: float | None,
+                    end: float | None) -> list[tuple[SeriesKey, F64, F64]]:
+        ids = self._select_ids(metric, entity_ids)
+        if not ids:
+            return []
+        sid, ts, values = self.samples_of(ids, start, end)
+        if not len(sid):
+            return []
+        cuts = np.flatnonzero(np.diff(sid)) + 1
+        starts = np.concatenate(([0], cuts))
+        ends = np.concatenate((cuts, [len(sid)]))
+        out = [(int(sid[a]), ts[a:b], values[a:b]) for a, b in zip(starts, ends, strict=True)]
+        order = {i: n for n, i in enumerate(ids.values())}               # first-seen series first
+        out.sort(key=lambda part: order[part[0]])
+        return [(self.keys_by_id[i], t, v) for i, t, v in out]
+
+    def series(self, metric: str, entity_ids: Sequence[str] | None = None,
+               start: float | None = None, end: float | None = None) -> list[Series]:
+        return [Series(k, t, v) for k, t, v in self._per_series(metric, entity_ids, start, end)]
+
+    def rate(self, metric: str, entity_ids: Sequence[str] | None = None,
+             start: float | None = None, end: float | None = None) -> list[Series]:
+        out = []
+        for key, ts, values in self._per_series(metric, entity_ids, start, end):
+            rts, rate = counter_rate(ts, values)
+            if len(rts):
+                out.append(Series(key, rts, rate))
+        return out
+
+    def increase(self, metric: str, entity_ids: Sequence[str] | None = None,
+                 start: float | None = None, end: float | None = None) -> dict[SeriesKey, float]:
+        out = {}
+        for key, _, values in self._per_series(metric, entity_ids, start, end):
+            inc = counter_increase(values)
+            if inc is not None:
+                out[key] = inc
+        return out
+
+    # -- spans ----------------------------------------------------------------------------------
+    def _span_where(self, job_id: str | None, names: Sequence[str] | None, start: float | None,
+                    end: float | None, steps: tuple[int, int] | None) -> tuple[str, dict[str, Any]]:
+        return _where((job_id, "job_id = $job", {"job": job_id}),
+                      (names, "list_contains($names::VARCHAR[], name)", {"names": list(names or ())}),
+                      (start, "end_s >= $lo", {"lo": start}), (end, "start_s <= $hi", {"hi": end}),
+                      (steps, "step BETWEEN $s0 AND $s1", {"s0": steps[0], "s1": steps[1]} if steps else {}))
+
+    def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
+              start: float | None = None, end: float | None = None,
+              steps: tuple[int, int] | None = None) -> SpanFrame:
+        """Spans overlapping [start, end], steps in [steps[0], steps[1]] (inclusive), in insertion order."""
+        where, params = self._span_where(job_id, names, start, end, steps)
+        with self.lock:
+            self.flush()
+            res = self.con.execute(
+                "SELECT job_id, coalesce(rank, -1) AS rank, coalesce(step, -1) AS step, name, start_s, "
+                f"end_s, gpu_id, node_id, trace_id, span_id, parent_id FROM spans WHERE {where} "
+                "ORDER BY seq", params).fetchnumpy()
+
+        def obj(col: str) -> npt.NDArray[np.object_]:
+            arr = res[col]
+            if isinstance(arr, np.ma.MaskedArray):
+                data = np.array(arr.data, dtype=object)
+                data[np.ma.getmaskarray(arr)] = None
+                return data
+            return np.asarray(arr, dtype=object)
+
+        return SpanFrame(job_id=obj("job_id"), rank=np.asarray(res["rank"], dtype=np.int64),
+                         step=np.asarray(res["step"], dtype=np.int64), name=obj("name"),
+                         start_s=np.asarray(res["start_s"], dtype=np.float64),
+                         end_s=np.asarray(res["end_s"], dtype=np.float64), gpu_id=obj("gpu_id"),
+                         node_id=obj("node_id"), trace_id=obj("trace_id"), span_id=obj("span_id"),
+                         parent_id=obj("parent_id"))
+
+    def span_attrs(self, job_id: str | None = None, name: str | None = None,
+                   keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:
+        """Only the asked keys are pulled out of the JSON (in SQL), decoded once per distinct value."""
+        where, params = self._span_where(job_id, None if name is None else [name], None, None, None)
+        cols = ", ".join(f"json_extract(attrs, $k{i})" for i in range(len(keys))) or "1"
+        params.update({f"k{i}": '$."' + k.replace('"', '\\"') + '"' for i, k in enumerate(keys)})
+        with self.lock:
+            self.flush()
+            rows = self.con.execute(f"SELECT {cols} FROM spans WHERE {where} ORDER BY seq", params).fetchall()
+        cache: dict[str, Any] = {}
+
+        def decode(text: str | None) -> Any:
+            if text is None:
+                return None
+            if text not in cache:
+                cache[text] = json.loads(text)
+            return cache[text]
+
+        return {k: np.array([decode(r[i]) for r in rows] or [], dtype=object) for i, k in enumerate(keys)}
+
+    # -- events ---------------------------------------------------------------------------------
+    def events(self, entity_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
+               start: float | None = None, end: float | None = None) -> list[Event]:
+        """Events with ``ts`` in [start, end] (a collapsed run counts where its span overlaps), by time."""
+        where, params = _where(
+            (entity_ids, "list_contains($ents::VARCHAR[], entity_id)", {"ents": list(entity_ids or ())}),
+            (kinds, "list_contains($kinds::VARCHAR[], kind)", {"kinds": list(kinds or ())}),
+            (start, "coalesce(last_ts, ts) >= $lo", {"lo": start}), (end, "ts <= $hi", {"hi": end}))
+        cols = ", ".join((*sc.EVENT_COLUMNS, "attrs"))
+        with self.lock:
+            self.flush()
+            rows = self.con.execute(f"SELECT {cols} FROM events WHERE {where} ORDER BY ts, seq", params).fetchall()
+        return [Event(ts=r[0], host=r[1], entity_kind=r[2], entity_id=r[3], kind=r[4], message=r[5],
+                      code=r[6], severity=r[7], source=r[8] or "", count=int(r[9] or 1), last_ts=r[10],
+                      attrs=sc.loads_attrs(r[11])) for r in rows]
+
+    def time_range(self) -> tuple[float, float] | None:
+        """Earliest and latest timestamp of samples, spans and events. Timestamps ingest rejected
+        as out of range are not data and do not stretch it (``suanli check`` lists the rejects)."""
+        with self.lock:
+            self.flush()
+            rows = self.con.execute(
+                "SELECT min(lo), max(hi) FROM ("
+                "SELECT min(ts) lo, max(ts) hi FROM samples WHERE isfinite(ts) UNION ALL "
+                "SELECT min(start_s), max(end_s) FROM spans UNION ALL "
+                "SELECT min(ts), max(coalesce(last_ts, ts)) FROM events)").fetchall()
+        if not rows or rows[0][0] is None:
+            return None
+        return float(rows[0][0]), float(rows[0][1])
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """(resolved, unresolved) series per metric, without reading samples."""
+        self.flush()
+        out: dict[str, list[int]] = {}
+        for k in dict.fromkeys(self.keys_by_id.values()):
+            pair = out.setdefault(k.metric, [0, 0])
+            pair[0 if k.entity_id else 1] += 1
+        return {m: (a, b) for m, (a, b) in out.items()}

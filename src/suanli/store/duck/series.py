@@ -1,0 +1,76 @@
+"""Series ids of :class:`~suanli.store.duck.DuckStore`: which key each id names, kept in memory
+(one entry per series, never per sample) and staged per transaction until it commits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import duckdb
+import pyarrow as pa
+
+from suanli.ingest.records import SeriesKey
+from suanli.ingest.sink import labels_json
+from suanli.store.duck import schema as sc
+
+__all__ = ["SeriesIds"]
+
+
+class SeriesIds:
+    """Every id -> its key; every key -> its first (primary) id. A key may own several ids (the
+    same series written with its labels in another order); an id never names two keys."""
+
+    def __init__(self) -> None:
+        self.keys_by_id: dict[int, SeriesKey] = {}
+        self.primary: dict[SeriesKey, int] = {}
+
+    def load(self, con: duckdb.DuckDBPyConnection) -> None:
+        rows = con.execute(
+            "SELECT id, metric, entity_kind, entity_id, peer_id, labels FROM series ORDER BY rowid").fetchall()
+        for sid, metric, kind, entity, peer, labels in rows:
+            self._add(int(sid), sc.key_from_row(metric, kind, entity, peer, labels))
+
+    def _add(self, sid: int, key: SeriesKey) -> None:
+        self.keys_by_id[sid] = key
+        self.primary.setdefault(key, sid)
+
+    def stage(self, series: Mapping[int, SeriesKey], staged: dict[int, SeriesKey]) -> dict[int, int]:
+        """Put a batch's ids that are new into ``staged``; returns the ids to write under another
+        id (an id that already names another key gets a fresh one)."""
+        remap: dict[int, int] = {}
+        for sid, key in series.items():
+            known = self.keys_by_id.get(sid, staged.get(sid))
+            if known is None:
+                staged[sid] = key
+            elif known != key:
+                fresh = self._fresh(sid, staged)
+                staged[fresh] = key
+                remap[sid] = fresh
+        return remap
+
+    def _fresh(self, sid: int, staged: dict[int, SeriesKey]) -> int:
+        while sid in self.keys_by_id or sid in staged:           # never in practice: 64-bit ids
+            sid = (sid + 1) % 2**64
+        return sid
+
+    def commit(self, con: duckdb.DuckDBPyConnection, staged: dict[int, SeriesKey]) -> None:
+        """Write the staged ids (inside the caller's transaction)."""
+        if not staged:
+            return
+        table = pa.table({
+            "id": pa.array(list(staged), pa.uint64()),
+            "metric": [k.metric for k in staged.values()],
+            "entity_kind": pa.array([k.entity_kind for k in staged.values()], pa.string()),
+            "entity_id": pa.array([k.entity_id for k in staged.values()], pa.string()),
+            "peer_id": pa.array([k.peer_id for k in staged.values()], pa.string()),
+            "labels": [labels_json(k) for k in staged.values()],
+        })
+        con.register("_new_series", table)
+        try:
+            con.execute("INSERT INTO series SELECT * FROM _new_series").fetchall()
+        finally:
+            con.unregister("_new_series")
+
+    def apply(self, staged: dict[int, SeriesKey]) -> None:
+        """Take the staged ids after their transaction committed."""
+        for sid, key in staged.items():
+            self._add(sid, key)

@@ -1,0 +1,78 @@
+"""Hardware-event primitives: counters with resets, sentinels, throttle bits, Xid categories."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from suanli.analysis.health import events as hw
+
+
+def test_counter_delta_follows_prometheus_reset_rule() -> None:
+    ts = np.arange(6, dtype=float) * 15
+    # 10 -> 12 (+2) -> 15 (+3) -> reset to 4 (+4, the new value) -> NaN (skipped) -> 6 (+2): 11
+    v = np.array([10, 12, 15, 4, np.nan, 6], dtype=float)
+    cd = hw.counter_delta(ts, v)
+    assert cd.total == 11.0
+    assert cd.resets == 1
+    assert list(cd.increments) == [0, 2, 3, 4, 0, 2]
+    assert cd.onset_s == 15.0
+
+
+def test_counter_reset_to_zero_is_not_an_error_burst() -> None:
+    cd = hw.counter_delta(np.array([0.0, 15, 30]), np.array([37.0, 37, 0]))
+    assert cd.total == 0.0 and cd.resets == 1 and cd.onset_s is None
+
+
+def test_dcgm_blank_sentinels_are_no_data() -> None:
+    v = np.array([55.0, 2147483632.0, 2147483647.0, 140737488355328.0, 9.223372036854775e18, np.inf, 56.0])
+    out = hw.clean(v)
+    assert np.isnan(out[1:6]).all()
+    assert out[0] == 55.0 and out[6] == 56.0
+    # an NVLink bandwidth of 45 GB/s is above 2^31 but is a reading, not a sentinel
+    assert hw.clean(np.array([4.5e10]))[0] == 4.5e10
+
+
+def test_sentinel_in_counter_does_not_count_as_increase() -> None:
+    cd = hw.counter_delta(np.array([0.0, 15, 30]), np.array([5.0, 2147483632.0, 5.0]))
+    assert cd.total == 0.0
+
+
+def test_throttle_bits_per_nvml() -> None:
+    assert hw.decode_throttle(0x60) == ["sw_thermal_slowdown", "hw_thermal_slowdown"]
+    assert hw.decode_throttle(0x4) == ["sw_power_cap"]
+    assert hw.decode_throttle(0x88) == ["hw_slowdown", "hw_power_brake_slowdown"]
+    assert hw.decode_throttle(float("nan")) == []
+
+
+def test_event_times_spread_inside_scrape_interval() -> None:
+    # 0 -> 2 between t=0 and t=10: two events at 2.5 and 7.5 (midpoints of two halves)
+    t = hw.event_times_from_counter(np.array([0.0, 10.0, 20.0]), np.array([0.0, 2.0, 2.0]))
+    assert np.allclose(t, [2.5, 7.5])
+
+
+def test_sustained_onset_bridges_missing_scrapes() -> None:
+    ts = np.array([0.0, 15, 30, 45, 60, 75, 90, 105, 120, 135])
+    flag = np.array([0, 0, 1, 1, 0, 1, 1, 1, 1, 1], dtype=bool)
+    # with a 30 s gap allowed, the run 30..135 is one run of 105 s + one step (15 s) = 120 s
+    onset, total = hw.sustained_onset(ts, flag, 120.0, 30.0)
+    assert onset == 30.0 and total == 120.0
+    onset, _ = hw.sustained_onset(ts, flag, 120.0, 10.0)   # no bridging: no run reaches 120 s
+    assert onset is None
+
+
+def test_xid_categories_follow_catalogue() -> None:
+    assert hw.xid_category(79) == "gpu_lost"
+    assert hw.xid_category(48) == "gpu_memory_failure"
+    assert hw.xid_category(95) == "gpu_memory_failure"
+    assert hw.xid_category(74) == "nvlink_degradation"
+    assert hw.xid_category(92) == "gpu_memory_degradation"
+    assert hw.xid_category(13) is None            # graphics engine exception: application, not hardware
+    assert hw.xid_category(31) is None            # MMU fault: usually the application
+
+
+def test_isolated_flags_far_apart_are_not_sustained() -> None:
+    ts = np.arange(80, dtype=float) * 15
+    flag = np.zeros(80, dtype=bool)
+    flag[[40, 79]] = True                       # two single samples 585 s apart: 2 x 15 s flagged
+    onset, total = hw.sustained_onset(ts, flag, 120.0, 45.0)
+    assert onset is None and total == 30.0

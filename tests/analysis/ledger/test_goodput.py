@@ -1,0 +1,150 @@
+"""Goodput and time split on hand-worked span sets (every expected number worked out in comments)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from suanli.analysis.ledger.goodput import CATEGORIES, GoodputConfig, JobSplit, split_job
+from tests.analysis.ledger.test_ledger_frames import Row, make_frame, split_rows
+
+T0 = 1.7e9
+
+
+def _split(rows: list[Row]) -> JobSplit:
+    steps, others = split_rows(rows)
+    return split_job(make_frame(steps, t0=T0), make_frame(others, t0=T0), GoodputConfig())
+
+
+def _step(rank: int, step: int, t: float, comm: tuple[float, float]) -> list[Row]:
+    """A 12 s step at t: data_load 1 s, forward 3 s, backward 5 s, optimizer last 1 s
+    (at t+11), allreduce at t+comm[0]..t+comm[1]."""
+    return [(rank, step, "train_step", t, t + 12), (rank, -1, "data_load", t, t + 1),
+            (rank, -1, "forward", t + 1, t + 4), (rank, -1, "backward", t + 4, t + 9),
+            (rank, -1, "allreduce", t + comm[0], t + comm[1]),
+            (rank, -1, "optimizer", t + 11, t + 12)]
+
+
+def test_comm_fully_hidden_half_hidden_exposed() -> None:
+    # compute = fwd 3 + bwd 5 + opt 1 = 9 s; data 1 s; step 12 s.
+    # hidden: allreduce 5..9 entirely under backward -> exposed 0, other (9..11 empty) 2 s.
+    hidden = _split(_step(0, 1, 0.0, (5.0, 9.0)))
+    assert hidden.gpu_s["compute"] == pytest.approx(9.0)
+    assert hidden.gpu_s["exposed_communication"] == pytest.approx(0.0)
+    assert hidden.gpu_s["data_loading"] == pytest.approx(1.0)
+    assert hidden.gpu_s["step_other"] == pytest.approx(2.0)
+    # half: allreduce 7..11: 7..9 under backward (2 s hidden), 9..11 exposed (2 s).
+    half = _split(_step(0, 1, 0.0, (7.0, 11.0)))
+    assert half.gpu_s["exposed_communication"] == pytest.approx(2.0)
+    assert half.gpu_s["step_other"] == pytest.approx(0.0)
+    # exposed: allreduce 9..11 after backward: all 2 s exposed.
+    exposed = _split(_step(0, 1, 0.0, (9.0, 11.0)))
+    assert exposed.gpu_s["exposed_communication"] == pytest.approx(2.0)
+    assert exposed.shares()["compute"] == pytest.approx(9 / 12)
+    assert sum(exposed.shares().values()) == pytest.approx(1.0)
+
+
+def test_straggler_wait_is_exposed_comm_beyond_the_fastest_rank() -> None:
+    # rank 0 exposed 9..11 = 2 s; rank 1 allreduce 6..11 but backward covers 6..9 -> exposed 2 s;
+    # rank 2 slow compute: pretend it exposes only 1 s (10..11). Minimum exposed = 1 s, so
+    # straggler wait = (2-1) + (2-1) + 0 = 2 s, pure exposed comm = 3 x 1 s = 3 s.
+    rows = _step(0, 1, 0.0, (9.0, 11.0)) + _step(1, 1, 0.0, (6.0, 11.0)) + _step(2, 1, 0.0, (10.0, 11.0))
+    got = _split(rows)
+    assert got.gpu_s["straggler_wait"] == pytest.approx(2.0)
+    assert got.gpu_s["exposed_communication"] == pytest.approx(3.0)
+    assert got.steps.straggler_wait_s.tolist() == pytest.approx([2.0])
+    assert got.n_ranks == 3
+
+
+def _failure_rows() -> list[Row]:
+    # Steps of 10 s: 1 [0,10], 2 [10,20], checkpoint_save [20,22], 3 [22,32], 4 [32,42],
+    # 5 [42,52]; crash; init [100,110], checkpoint_load [110,115]; resume at step 3:
+    # 3 [115,125], 4 [125.5,135.5], 5 [136,146] (half-second gaps: idle, not failures).
+    rows: list[Row] = []
+    for step, t in ((1, 0), (2, 10), (3, 22), (4, 32), (5, 42), (3, 115), (4, 125.5), (5, 136)):
+        rows += [(0, step, "train_step", t, t + 10), (0, -1, "forward", t, t + 4),
+                 (0, -1, "backward", t + 4, t + 10)]
+    rows += [(0, -1, "checkpoint_save", 20, 22), (0, -1, "init", 100, 110),
+             (0, -1, "checkpoint_load", 110, 115)]
+    return rows
+
+
+def test_failure_with_rollback_to_checkpoint() -> None:
+    got = _split(_failure_rows())
+    # wall 146 s: productive 5 steps x 10 = 50; lost first runs of 3, 4, 5 = 30;
+    # downtime 52..115 = 63 (init and checkpoint_load inside it are failure time); checkpoint 2;
+    # idle 1.
+    assert got.wall_s == pytest.approx(146.0)
+    assert got.gpu_s["compute"] == pytest.approx(50.0)
+    assert got.gpu_s["failure_lost_progress"] == pytest.approx(30.0)
+    assert got.gpu_s["failure_downtime"] == pytest.approx(63.0)
+    assert got.gpu_s["checkpoint"] == pytest.approx(2.0)
+    assert got.gpu_s["init"] == pytest.approx(0.0)
+    assert got.gpu_s["idle"] == pytest.approx(1.0)
+    assert got.steps.step.tolist() == [1, 2, 3, 4, 5]
+    assert [(a - T0, b - T0) for a, b in got.interruptions] == [pytest.approx((52.0, 115.0))]
+    assert sum(got.gpu_s.values()) == pytest.approx(146.0)
+
+
+def test_long_gap_without_restart_is_idle_and_short_gaps_too() -> None:
+    # steps [0,10], [10.5,20.5], then a 100 s pause, [120.5,130.5] continuing at step 3, no
+    # init: idle = 0.5 + 100 = 100.5 s; no failure.
+    rows: list[Row] = []
+    for step, t in ((1, 0.0), (2, 10.5), (3, 120.5)):
+        rows += [(0, step, "train_step", t, t + 10), (0, -1, "forward", t, t + 10)]
+    got = _split(rows)
+    assert got.gpu_s["idle"] == pytest.approx(100.5)
+    assert got.gpu_s["failure_downtime"] == 0.0
+    assert got.interruptions == []
+
+
+def test_init_before_first_step_and_rank_that_dies() -> None:
+    # rank 0: init [0,5], steps [5,15] .. [45,55]; rank 1: init [0,5], step [5,15], then gone:
+    # 55-15 = 40 s > 3 x median 10 s -> failure downtime 40 s; total 2 x 55 = 110 GPU-s.
+    rows: list[Row] = [(0, -1, "init", 0, 5), (1, -1, "init", 0, 5)]
+    for i in range(5):
+        rows += [(0, i, "train_step", 5 + 10 * i, 15 + 10 * i), (0, -1, "forward", 5 + 10 * i, 15 + 10 * i)]
+    rows += [(1, 0, "train_step", 5, 15), (1, -1, "forward", 5, 15)]
+    got = _split(rows)
+    assert got.gpu_s["init"] == pytest.approx(10.0)
+    assert got.gpu_s["compute"] == pytest.approx(60.0)
+    assert got.gpu_s["failure_downtime"] == pytest.approx(40.0)
+    assert got.wall_s * got.n_ranks == pytest.approx(110.0)
+
+
+def test_steps_without_numbers_and_spans_without_rank() -> None:
+    rows: list[Row] = [(0, -1, "train_step", 0, 10), (0, -1, "forward", 0, 8),
+                       (0, -1, "train_step", 10, 20), (0, -1, "forward", 10, 18),
+                       (-1, -1, "forward", 0, 1), (0, -1, "forward", 22, 23)]
+    got = _split(rows)
+    # The orphan forward at 22..23 lies outside any step: skipped; 20..23 is idle (wall 23).
+    assert got.steps.step.tolist() == [0, 1]
+    assert got.gpu_s["compute"] == pytest.approx(16.0)
+    assert got.skipped_spans == 2
+    assert got.gpu_s["idle"] == pytest.approx(3.0)
+    assert got.gpu_s["step_other"] == pytest.approx(4.0)
+
+
+def test_empty_and_categories() -> None:
+    got = _split([])
+    assert got.n_ranks == 0 and set(got.gpu_s) == set(CATEGORIES)
+    assert np.isnan(got.median_step_s)
+
+
+def test_job_that_stops_before_the_window_ends_is_down() -> None:
+    # 2 ranks, 3 steps of 10 s (0..30), window ends at 100: 70 s > 3 x 10 s -> each rank is
+    # down 70 s (failure), wall 100, total 200 GPU-s. A span with NaN times is skipped.
+    rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(3)]
+    steps, _ = split_rows(rows)
+    frame = make_frame(steps, t0=T0)
+    others = make_frame([(0, -1, "forward", 0.0, 1.0)], t0=T0)
+    others.start_s[0] = np.nan
+    got = split_job(frame, others, GoodputConfig(), window_end_s=T0 + 100.0)
+    assert got.wall_s == pytest.approx(100.0)
+    assert got.gpu_s["failure_downtime"] == pytest.approx(140.0)
+    assert got.gpu_s["compute"] == pytest.approx(60.0)
+    assert [(a - T0, b - T0) for a, b in got.interruptions] == [pytest.approx((30.0, 100.0))]
+    assert got.skipped_spans == 1
+    # A window end only 20 s after the last span (< 3 medians) changes nothing.
+    same = split_job(frame, others, GoodputConfig(), window_end_s=T0 + 50.0)
+    assert same.wall_s == pytest.approx(30.0)

@@ -1,0 +1,213 @@
+"""The ledger through the real store: hand-worked MFU and cost, and the public scenarios."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from suanli.analysis.ledger import LedgerConfig, LedgerResult, analyze
+from suanli.analysis.window import Window
+from suanli.ingest.load import load_paths
+from suanli.ingest.records import Span
+from suanli.inventory import parse_inventory
+from suanli.store.duck import DuckStore
+from tests.conftest import shared_path
+
+T0 = 1_773_100_000.0
+INVENTORY = """
+cluster: tiny
+gpu_models:
+  H100-SXM: {bf16_tflops: 989, gpu_hour_price: 2.0}
+racks:
+  - id: rack-01
+    nodes:
+      - id: node-001
+        gpus:
+          - {index: 0, uuid: GPU-a, model: H100-SXM}
+          - {index: 1, uuid: GPU-b, model: H100-SXM}
+jobs:
+  - id: job-a
+    model: {params: 1.0e9}
+    precision: bf16
+    parallelism: {dp: 2}
+    ranks:
+      - {rank: 0, gpu: node-001/gpu0}
+      - {rank: 1, gpu: node-001/gpu1}
+    tokens_per_step: 1000
+    target_tokens: 1.0e6
+"""
+
+
+def _span(rank: int, name: str, a: float, b: float, step: int | None = None,
+          attrs: dict[str, object] | None = None) -> Span:
+    return Span(trace_id=f"t{step}", span_id=f"{rank}-{name}-{a}", parent_id=None, name=name,
+                start_s=T0 + a, end_s=T0 + b, job_id="job-a", rank=rank, step=step,
+                gpu_id=f"node-001/gpu{rank}", node_id="node-001", attrs=attrs or {})
+
+
+def _store() -> DuckStore:
+    store = DuckStore(None)
+    store.put_inventory(INVENTORY, "inventory.yaml")
+    return store
+
+
+def _tiny_store() -> DuckStore:
+    # 2 ranks, 10 steps of 10 s back to back (wall 100 s): forward 0..3, backward 3..8,
+    # allreduce 6..9 (2 s hidden, 1 s exposed), optimizer 9..10. Each rank's step declares
+    # train.model_flops = 0.5 x 989e12 x 10 s = 4.945e15 -> MFU exactly 0.5.
+    spans = []
+    for rank in (0, 1):
+        for k in range(10):
+            t = 10.0 * k
+            spans += [_span(rank, "train_step", t, t + 10, k, {"train.model_flops": 4.945e15}),
+                      _span(rank, "forward", t, t + 3), _span(rank, "backward", t + 3, t + 8),
+                      _span(rank, "allreduce", t + 6, t + 9), _span(rank, "optimizer", t + 9, t + 10)]
+    store = _store()
+    store.add_spans(spans)
+    store.flush()
+    return store
+
+
+def _tiny_ledger() -> LedgerResult:
+    return analyze(_tiny_store(), parse_inventory(INVENTORY), config=LedgerConfig())
+
+
+def test_the_ledger_reads_only_its_window() -> None:
+    store, inv = _tiny_store(), parse_inventory(INVENTORY)
+    # the data's extent is the same as no window: 10 steps, 100 s of 2 GPUs at $2/h
+    (whole,) = analyze(store, inv, Window(T0, T0 + 100)).jobs
+    assert len(whole.split.steps.step) == 10 and whole.cost == pytest.approx(2 * 100 / 3600 * 2.0)
+    # [0, 45] s: steps 0..4 overlap it (step 4 runs 40..50), so the wall is 0..50 s; of step 4's
+    # phases only forward (40..43) and backward (43..48) start in it: 8 s of compute, so goodput is
+    # (4 x 9 s + 8 s) / 50 s = 0.88; each step still declares half the peak: MFU 0.5
+    (part,) = analyze(store, inv, Window(T0, T0 + 45)).jobs
+    assert len(part.split.steps.step) == 5
+    assert part.cost == pytest.approx(2 * 50 / 3600 * 2.0)
+    assert part.mfu == pytest.approx(0.5) and part.goodput == pytest.approx(0.88)
+    assert analyze(store, inv, Window(T0 + 200, T0 + 300)).jobs == []     # no span in it
+
+
+def test_tiny_job_mfu_split_cost() -> None:
+    res = _tiny_ledger()
+    (job,) = res.jobs
+    assert job.mfu == pytest.approx(0.5)
+    # compute 9 of 10 s, exposed comm 1 of 10 s.
+    split = job.time_split()
+    assert split["compute"] == pytest.approx(0.9)
+    assert split["communication"] == pytest.approx(0.1)
+    assert sum(split.values()) == pytest.approx(1.0)
+    assert job.goodput == pytest.approx(0.9)
+    # cost: 2 GPUs x 100 s / 3600 x $2 = $0.1111; effective PFLOP = 20 x 4.945 = 98.9
+    # -> $0.0011234 per PFLOP; lost to exposed comm = 10 % of the cost.
+    assert job.cost == pytest.approx(2 * 100 / 3600 * 2.0)
+    assert job.cost_per_effective_pflop() == pytest.approx(4 / 36 / 98.9)
+    assert job.lost_cost["exposed_communication"] == pytest.approx(0.1 * 4 / 36)
+    out = res.efficiency_json()["jobs"][0]
+    assert {"id", "mfu", "goodput", "time_split", "cost_per_effective_pflop", "forecast"} <= set(out)
+    assert set(out["time_split"]) == {"compute", "communication", "data_loading", "checkpoint",
+                                      "failures", "other"}
+    # forecast: done (9+1) x 1000 tokens; 1000 tokens per 10 s -> 100 tok/s; 990,000 tokens
+    # left -> 9,900 s at the median (the interruption prior adds ~0.4 expected events x 1800 s
+    # at the 90th percentile only).
+    fc = out["forecast"]
+    assert fc["remaining_tokens"] == pytest.approx(990_000)
+    assert fc["tokens_per_s"] == pytest.approx(100.0)
+    assert job.forecast is not None
+    assert job.forecast.finish_s[1] - (T0 + 100) == pytest.approx(9900.0, rel=1e-6)
+    assert len(res.table_rows()[0]) == 15
+
+
+def test_megatron_formula_and_no_flops_attribute() -> None:
+    # Without train.model_flops the inventory shape gives 6N = 6e9 FLOPs/token x 1000 tokens per
+    # step = 6e12 per step; over 2 GPUs x 10 s x 989e12 -> MFU 3.033e-4.
+    spans = [_span(r, "train_step", 10.0 * k, 10.0 * k + 10, k) for r in (0, 1) for k in range(3)]
+    store = _store()
+    store.add_spans(spans)
+    store.flush()
+    (job,) = analyze(store, parse_inventory(INVENTORY)).jobs
+    assert job.flops_source == "inventory"
+    assert job.mfu == pytest.approx(6e12 / (2 * 10 * 989e12))
+    assert job.goodput == pytest.approx(1.0)    # steps without phases count as compute
+
+
+def _scenario(name: str) -> LedgerResult:
+    store = DuckStore(None)
+    load_paths([shared_path("scenarios", name)], store)
+    text = store.inventory_text()
+    assert text is not None
+    return analyze(store, parse_inventory(text))
+
+
+def _compute_share_by_step(res: LedgerResult, job_id: str) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[type-arg]
+    job = next(j for j in res.jobs if j.job_id == job_id)
+    s = job.split.steps
+    return s.start_s, s.compute_s / (s.wall_s * s.n_ranks)
+
+
+def test_switch_port_fault_drops_compute_share_and_mfu() -> None:
+    from suanli.timefmt import parse_time
+
+    res = _scenario("switch_port_errors")
+    job = next(j for j in res.jobs if j.job_id == "llama-34b-continual")
+    onset = parse_time("2026-03-10T01:39:53Z")
+    start, share = _compute_share_by_step(res, job.job_id)
+    before, during = share[start < onset - 20], share[start > onset + 60]
+    # truth.json: compute share ~0.83 before, ~0.37 during (shares should move that way, and a lot).
+    assert np.median(before) > 0.75
+    assert np.median(during) < 0.5
+    mfu_before = np.median(job.step_mfu[start < onset - 20])
+    mfu_during = np.median(job.step_mfu[start > onset + 60])
+    assert mfu_during < 0.6 * mfu_before
+    assert sum(job.time_split().values()) == pytest.approx(1.0)
+
+
+def test_healthy_scenario_has_high_compute_share_and_no_failures() -> None:
+    res = _scenario("healthy")
+    (job,) = [j for j in res.jobs if j.job_id == "llama-34b-rlhf-rm"]
+    assert job.time_split()["failures"] == 0.0
+    assert job.goodput > 0.75
+    assert job.mfu is not None and 0.05 < job.mfu < 0.8
+
+
+def test_pcie_riser_slows_only_the_job_on_that_gpu() -> None:
+    from suanli.timefmt import parse_time
+
+    res = _scenario("pcie_riser")
+    onset = parse_time("2026-03-17T17:45:01Z")
+    start, share = _compute_share_by_step(res, "llama-13b-rlhf-rm")
+    before, during = share[start < onset - 10], share[start > onset + 60]
+    assert np.median(before) - np.median(during) > 0.1
+    other_start, other = _compute_share_by_step(res, "mpt-30b-rlhf-rm")
+    assert abs(np.median(other[other_start < onset]) - np.median(other[other_start > onset + 60])) < 0.05
+
+
+def test_hfu_with_full_recompute_and_timeline() -> None:
+    # Same tiny job, recompute full, shape-derived FLOPs: model 6N + 12·L·h·T, hardware
+    # 8N + 16·L·h·T with N = 1e9, L = 2, h = 100, T = 10: (8e9 + 32e3) / (6e9 + 24e3).
+    inv = parse_inventory(INVENTORY.replace("model: {params: 1.0e9}",
+                                            "model: {params: 1.0e9, layers: 2, hidden: 100, seq_len: 10}\n"
+                                            "    recompute: full"))
+    job = inv.jobs["job-a"]
+    assert job.recompute == "full"
+    spans = [_span(r, "train_step", 10.0 * k, 10.0 * k + 10, k) for r in (0, 1) for k in range(3)]
+    store = _store()
+    store.add_spans(spans)
+    store.flush()
+    (led,) = analyze(store, inv).jobs
+    assert led.mfu is not None and led.hfu is not None
+    assert led.hfu / led.mfu == pytest.approx((8e9 + 32e3) / (6e9 + 24e3))
+    timeline = led.mfu_timeline(points=2)
+    assert len(timeline) == 2 and timeline[0][1] == pytest.approx(led.mfu, rel=1e-3)
+
+
+def test_megatron_formula_is_selectable() -> None:
+    # l=2, h=64, s=128, V=1000: model FLOPs/token (no recompute) = 72*2*64^2*(1+128/384) + 6*64*1000
+    # = 786,432 + 384,000 = 1,170,432; x 1000 tokens per step / (2 GPUs x 10 s x 989e12).
+    inv = parse_inventory(INVENTORY.replace(
+        "model: {params: 1.0e9}", "model: {params: 1.0e9, layers: 2, hidden: 64, seq_len: 128, vocab: 1000}"))
+    spans = [_span(r, "train_step", 10.0 * k, 10.0 * k + 10, k) for r in (0, 1) for k in range(3)]
+    store = _store()
+    store.add_spans(spans)
+    store.flush()
+    (led,) = analyze(store, inv, config=LedgerConfig(formula="megatron")).jobs
+    assert led.mfu == pytest.approx(1_170_432 * 1000 / (2 * 10 * 989e12))

@@ -1,0 +1,33 @@
+"""The RCA's data comes from the pipeline (pipeline/rca.py) and the report only renders it; its
+latency heatmap is the very figure ``diagnose --heatmap`` draws (latency / baseline)."""
+
+from __future__ import annotations
+
+import json
+
+from suanli.cli.diagnose import open_diagnosis
+from suanli.pipeline.rca import rca_data
+from suanli.report.heatmap import figure
+from suanli.report.rca import render_rca
+from tests.conftest import shared_path
+
+
+def test_the_riser_report_shows_the_suspect_and_the_same_heatmap() -> None:
+    folder = shared_path("scenarios", "pcie_riser")
+    job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
+    diag, store, inv = open_diagnosis(folder, None, None, None, None)
+    try:
+        data = rca_data(diag, store, inv, job, None)
+    finally:
+        store.close()
+    # the scenario's fault: one GPU hot, with PCIe AER errors and replays
+    assert data.suspect is not None and (data.suspect.category, data.suspect.root_id) == ("pcie_riser", "node-002/gpu5")
+    panels = {p.metric: p.per_second for p in data.hardware}
+    assert panels["DCGM_FI_DEV_GPU_TEMP"] is False
+    assert panels["suanli_pcie_aer_errors_total"] is True and panels["DCGM_FI_DEV_PCIE_REPLAY_COUNTER"] is True
+    assert data.phases is not None and set(data.phases.phase_median_s) <= {"data_load", "forward", "backward",
+                                                                         "allreduce", "optimizer"}
+    assert diag.results.fabric is not None and data.heatmap is diag.results.fabric.heatmap
+    html = render_rca(data)
+    assert json.dumps(figure(data.heatmap)[0]) in html          # the --heatmap figure, cell for cell
+    assert "worst in window" not in html
