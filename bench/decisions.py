@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from suanli.analysis.categories import policy
 from suanli.analysis.decisions import Decision, IncidentFacts, RankedAction, decide
 from suanli.analysis.decisions.decide import DISRUPTION
 from suanli.analysis.decisions.inputs import Arrays, facts_for
-from suanli.analysis.categories import policy
 from suanli.inventory import Inventory, load_inventory
 from suanli.timefmt import parse_time
 

@@ -17,9 +17,9 @@ import yaml
 from suanli.analysis.decisions import JobFacts, actions_json, decide, decision_json
 from suanli.analysis.decisions.config import DEFAULT_CONFIG
 from suanli.analysis.decisions.inputs import incident_facts, job_arrays, job_facts
+from suanli.ingest.load import load_paths
 from suanli.inventory import Inventory, load_inventory
 from suanli.store.duck import DuckStore
-from suanli.ingest.load import load_paths
 from suanli.timefmt import parse_time
 from tests.cli.helpers import run
 from tests.conftest import shared_path
