@@ -35,6 +35,16 @@ from suanli.sim.sweep import SweepRun, sweep_runs
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "sweep.md"
 STALLS = {"collective_hang", "nic_down", "gpu_lost", "gpu_memory_failure", "oom"}
+# The error counters a category's detector reads: a false incident on a part whose counter has a
+# background rate or a history is blamed on that nuisance.
+COUNTERS = {
+    "gpu_memory_degradation": ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
+    "gpu_memory_failure": ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
+    "pcie_riser": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "suanli_pcie_aer_errors_total"),
+    "switch_port_errors": ("suanli_switch_port_crc_errors_total", "node_infiniband_port_errors_received_total"),
+    "optical_degradation": ("node_infiniband_symbol_error_total", "suanli_switch_port_crc_errors_total"),
+    "nic_down": ("node_infiniband_link_downed_total",),
+}
 
 
 def diagnose(folder: Path) -> list[dict[str, Any]]:
@@ -92,7 +102,7 @@ class Score:
     profile: dict[str, int] = field(default_factory=dict)        # sampler counts (128-node runs)
 
 
-def _context(entity: str, truth: dict[str, Any], inv: dict[str, Any]) -> str:
+def _context(category: str, entity: str, truth: dict[str, Any], inv: dict[str, Any]) -> str:
     """Where a false incident's root sits, in words that group alike ones."""
     node = entity.split("/")[0]
     job_of = {r["gpu"]: j["id"] for j in inv["jobs"] for r in j["ranks"]}
@@ -100,9 +110,10 @@ def _context(entity: str, truth: dict[str, Any], inv: dict[str, Any]) -> str:
     slowed = {j for f in truth["faults"] for j in f["jobs"]}
     finished = {f["id"] for f in truth["variants"]["finished_jobs"]}
     nz = truth.get("nuisances", {})
-    if any(entity in per for per in nz.get("background_errors", {}).values()):
+    fams = COUNTERS.get(category, ())
+    if any(entity in nz.get("background_errors", {}).get(f, {}) for f in fams):
         return "a part with a few background errors per hour (zero baseline)"
-    if any(entity in per for per in nz.get("counter_history", {}).values()):
+    if any(entity in nz.get("counter_history", {}).get(f, {}) for f in fams):
         return "a part whose error counters hold counts from before the window"
     if entity in job_of or any(g.startswith(entity + "/") for g in job_of):
         job = job_of.get(entity, "")
@@ -138,7 +149,8 @@ def _score(run: SweepRun, folder: Path, incidents: list[dict[str, Any]]) -> Scor
         matched.update(hit[:1])
     for i, inc in enumerate(incidents):
         if i not in matched:
-            form = f"{inc['category']} ({inc['root_cause']['kind']}) on {_context(inc['root_cause']['id'], truth, inv)}"
+            where = _context(inc["category"], inc["root_cause"]["id"], truth, inv)
+            form = f"{inc['category']} ({inc['root_cause']['kind']}) on {where}"
             sc.false.append((form, f"{run.label}: {inc['root_cause']['id']}: {(inc.get('evidence') or [''])[0]}"))
     return sc
 
@@ -163,14 +175,17 @@ def _one(run: SweepRun, tmp: Path) -> Score:
 
 def _table(scores: list[Score]) -> list[str]:
     cats = sorted({c for s in scores for c in s.found + s.missed})
-    lines = ["| category | faults | found | missed | found % |", "| --- | --- | --- | --- | --- |"]
+    false = collections.Counter(form.split(" ", 1)[0] for s in scores for form, _ in s.false)
+    cats = sorted(set(cats) | set(false))
+    lines = ["| category | faults | found | missed | found % | false incidents of this category |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for c in cats:
         f = sum(s.found.count(c) for s in scores)
         m = sum(s.missed.count(c) for s in scores)
-        lines.append(f"| {c} | {f + m} | {f} | {m} | {100 * f / max(f + m, 1):.0f} % |")
+        lines.append(f"| {c} | {f + m} | {f} | {m} | {100 * f / max(f + m, 1):.0f} % | {false[c]} |")
     f = sum(len(s.found) for s in scores)
     m = sum(len(s.missed) for s in scores)
-    lines.append(f"| **all** | {f + m} | {f} | {m} | {100 * f / max(f + m, 1):.1f} % |")
+    lines.append(f"| **all** | {f + m} | {f} | {m} | {100 * f / max(f + m, 1):.1f} % | {sum(false.values())} |")
     return lines
 
 
@@ -214,7 +229,7 @@ def report(scores: list[Score], n_runs: int, seeds: tuple[int, ...], sizes: tupl
     healthy = [s for s in scores if s.kind == "healthy"]
     run_s = sum(s.sim_s + s.diag_s for s in scores)
     false_faulty = sum(len(s.false) for s in faulty)
-    big = [s for s in scores if s.run.nodes >= 128]
+    big = [s for s in scores if s.nodes >= 128]
     lines = [
         "## sweep", "",
         f"`python bench/sweep.py`: {len(scores)} of {n_runs} runs done (seeds {list(seeds)} x sizes {list(sizes)} "
@@ -251,8 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     seeds, sizes, minutes = ((1,), (8, 16), 15.0) if args.quick else ((1, 2, 3), (8, 16, 32, 128), 20.0)
     runs = sweep_runs(seeds, sizes, minutes)
     done = _load(args.state)
+    order = sorted(runs, key=lambda r: (r.nodes, r.seed))     # cheapest first: every prefix spans seeds and categories
     with tempfile.TemporaryDirectory() as d:
-        for i, run in enumerate(runs):
+        for i, run in enumerate(order):
             if run.label in done or args.report_only:
                 continue
             s = done[run.label] = _one(run, Path(d))
