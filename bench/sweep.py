@@ -11,6 +11,7 @@ profiler over the diagnosis, by module).
     python bench/sweep.py [--quick] [--state FILE] [--report-only]
     # --quick: one seed, 8 and 16 nodes, 15-minute windows (about 3 minutes on 2 idle cores)
     # --state: one JSON line per finished run; a rerun skips the runs already there (resume)
+    # --max-nodes N: leave the larger sizes for later (with --state, a later run does them)
 """
 
 from __future__ import annotations
@@ -262,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="one seed, 8 and 16 nodes, 15-minute windows")
     ap.add_argument("--state", type=Path, help="JSON lines of finished runs: resume from it, append to it")
     ap.add_argument("--report-only", action="store_true", help="report the runs in --state, run nothing")
+    ap.add_argument("--max-nodes", type=int, default=128, help="run only the sizes up to this (the rest stay to do)")
     args = ap.parse_args(argv)
     seeds, sizes, minutes = ((1,), (8, 16), 15.0) if args.quick else ((1, 2, 3), (8, 16, 32, 128), 20.0)
     runs = sweep_runs(seeds, sizes, minutes)
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     order = sorted(runs, key=lambda r: (r.nodes, r.seed))     # cheapest first: every prefix spans seeds and categories
     with tempfile.TemporaryDirectory() as d:
         for i, run in enumerate(order):
-            if run.label in done or args.report_only:
+            if run.label in done or args.report_only or run.nodes > args.max_nodes:
                 continue
             s = done[run.label] = _one(run, Path(d))
             if args.state is not None:

@@ -9,7 +9,7 @@ truth.json lists it under ``nuisances``, never under ``faults``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -128,7 +128,6 @@ class NuisancePlan:
     dcgm_gap: tuple[int, int, int] | None = None        # (node index, first missing, first back)
     node_outage: tuple[int, int, int] | None = None
     long_checkpoint: tuple[str, float, float] | None = None   # (job, not before, seconds)
-    extras: dict[str, Any] = field(default_factory=dict)
 
     def truth(self, c: SimCluster, ts: np.ndarray) -> dict[str, Any]:
         """Descriptive ``nuisances`` entry of truth.json."""
@@ -148,7 +147,7 @@ class NuisancePlan:
                 out[key] = {"node": c.nodes[gap[0]].id, "from": at(gap[1]), "to": at(gap[2])}
         if self.long_checkpoint:
             out["long_checkpoint"] = {"job": self.long_checkpoint[0], "seconds": round(self.long_checkpoint[2], 1)}
-        return {**out, **self.extras}
+        return out
 
 
 def _when(rng: np.random.Generator, n: int, end_bias: float) -> int:
