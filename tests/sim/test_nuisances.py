@@ -8,6 +8,8 @@ import math
 import statistics
 from pathlib import Path
 
+import yaml
+
 from suanli.sim import FaultRequest, JobRequest, NoiseConfig, Nuisances, Scenario, simulate, simulate_custom
 from suanli.sim.nuisances import COUNTER_NOISE
 from suanli.timefmt import parse_time
@@ -235,3 +237,20 @@ def test_classic_library_writes_none_of_the_new_nuisances(tmp_path: Path) -> Non
     assert "9.223372036854776e+18" not in (d / "metrics.om").read_text()
     crc = {e: growth(s) for e, s in series_by_entity(metrics(d, "suanli_switch_port_crc_errors_total")).items()}
     assert set(crc.values()) == {0.0}
+
+
+def test_idle_ports_carry_only_management_traffic(tmp_path: Path) -> None:
+    low, high = 300.0, 1500.0
+    d = _run(tmp_path, "pps", Nuisances(noise=QUIET, idle_port_pps=(low, high)))
+    tr = truth(d)
+    inv = yaml.safe_load((d / "inventory.yaml").read_text())
+    spare = set(tr["cluster"]["spare_nodes"])
+    idle = {nic["switch_port"] for r in inv["racks"] for n in r["nodes"] if n["id"] in spare for nic in n["nics"]}
+    assert idle
+    pkts = series_by_entity(metrics(d, "suanli_switch_port_packets_total"))
+    for port, samples in pkts.items():
+        s = sorted(samples)
+        rate = (s[-1][1] - s[0][1]) / (s[-1][0] - s[0][0])
+        if port in idle:
+            assert low * 0.98 <= rate <= high * 1.02, (port, rate)     # no job's ring crosses a spare node's port
+    assert max((s[-1][1] - s[0][1]) for s in map(sorted, pkts.values())) > 1e8    # ring ports carry the jobs

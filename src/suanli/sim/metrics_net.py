@@ -81,9 +81,12 @@ def _switch_families(w: World, traffic: dict[str, np.ndarray]) -> Iterator[Famil
     crc = np.zeros_like(pkts)
     ber = np.exp(rng.normal(np.log(5e-13), 0.3, pkts.shape))
     offset = rng.integers(10**10, 10**12, len(ports)).astype(np.float64)
+    pps = np.full(len(ports), 2e5)
+    if w.nz.idle_port_pps is not None:      # management traffic only (LLDP, subnet manager, probes)
+        pps = w.rng("idle_pps").uniform(*w.nz.idle_port_pps, len(ports))
     for i, p in enumerate(ports):
         through = traffic.get(p, np.zeros(len(w.ts))) / w.cfg.packet_bytes
-        pkts[i] = offset[i] + through + np.cumsum(np.full(len(w.ts), 2e5 * 15))
+        pkts[i] = offset[i] + through + np.cumsum(np.full(len(w.ts), pps[i] * 15))
         f = w.fx.of(p, "switch_port_errors")
         if f is not None:
             rate = np.diff(through, prepend=through[0]) * f.magnitude * f.level(w.ts)

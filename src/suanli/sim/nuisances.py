@@ -78,6 +78,8 @@ class Nuisances:
     """Error counters start at what they counted before the window (``COUNTER_NOISE``)."""
     background_errors: bool = False
     """Healthy ports, NICs and GPUs count a few errors per hour (``COUNTER_NOISE``)."""
+    idle_port_pps: tuple[float, float] | None = None
+    """Packets per second a port carries besides the jobs' rings (drawn per port); None: 200,000."""
     switch_clear: bool = False
     """One leaf's counters are cleared (CRC and packet counters to 0) at a drawn time."""
     restart_anywhere: bool = False
@@ -108,7 +110,8 @@ class Nuisances:
     @classmethod
     def sweep(cls) -> Nuisances:
         """Every nuisance on, with the magnitudes the public samples show."""
-        return cls(counter_history=True, background_errors=True, switch_clear=True, restart_anywhere=True,
+        return cls(counter_history=True, background_errors=True, idle_port_pps=(300.0, 1500.0), switch_clear=True,
+                   restart_anywhere=True,
                    dcgm_gap_s=(120.0, 135.0), node_outage_s=(60.0, 180.0), job_state_telemetry=True,
                    long_checkpoint_s=(60.0, 150.0), gauge_spikes=0.006, power_cap=0.035,
                    int64_sentinel=True, log_noise=True, noise=NoiseConfig(nan=0.0001))
