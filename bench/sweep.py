@@ -205,6 +205,21 @@ def _false_table(scores: list[Score]) -> list[str]:
     return lines
 
 
+def _missed_table(scores: list[Score], runs: dict[str, SweepRun]) -> list[str]:
+    """Each missed fault with the variant it came in: the shape, the size, what the run lacked."""
+    rows: collections.Counter[str] = collections.Counter()
+    for s in scores:
+        run = runs[s.label]
+        for cat in s.missed:
+            shape = next(f.shape for f in run.scenario.faults if f.category == cat)
+            notes = [f"shape {shape}", f"{run.nodes} nodes"]
+            notes += ["no storage latency series"] if not run.scenario.storage_probe else []
+            notes += ["two faults"] if run.kind == "pair" else []
+            rows[f"{cat}: {', '.join(notes)}"] += 1
+    lines = ["| missed | fault and variant |", "| --- | --- |"]
+    return lines + [f"| {n} | {row} |" for row, n in sorted(rows.items())]
+
+
 def _profile(big: list[Score]) -> list[str]:
     counts: collections.Counter[str] = collections.Counter()
     for s in big:
@@ -225,7 +240,8 @@ def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2] if xs else 0.0
 
 
-def report(scores: list[Score], n_runs: int, seeds: tuple[int, ...], sizes: tuple[int, ...], minutes: float) -> str:
+def report(scores: list[Score], runs: dict[str, SweepRun], seeds: tuple[int, ...], sizes: tuple[int, ...],
+           minutes: float) -> str:
     faulty = [s for s in scores if s.kind != "healthy"]
     healthy = [s for s in scores if s.kind == "healthy"]
     run_s = sum(s.sim_s + s.diag_s for s in scores)
@@ -233,7 +249,7 @@ def report(scores: list[Score], n_runs: int, seeds: tuple[int, ...], sizes: tupl
     big = [s for s in scores if s.nodes >= 128]
     lines = [
         "## sweep", "",
-        f"`python bench/sweep.py`: {len(scores)} of {n_runs} runs done (seeds {list(seeds)} x sizes {list(sizes)} "
+        f"`python bench/sweep.py`: {len(scores)} of {len(runs)} runs done (seeds {list(seeds)} x sizes {list(sizes)} "
         f"nodes x 13 categories, a healthy run and two two-fault runs per seed and size; {minutes:.0f}-minute "
         f"windows), every nuisance on (`Nuisances.sweep()`), the variants spread over the runs (docs/simulator.md). "
         f"Machine: 2 cores shared with other jobs; simulate + diagnose {run_s / 60:.0f} min in all.", "",
@@ -244,7 +260,8 @@ def report(scores: list[Score], n_runs: int, seeds: tuple[int, ...], sizes: tupl
         f"({sum(1 for s in healthy if s.false)} runs with any) | 0 |",
         f"| false incidents on faulty runs | {false_faulty} over {len(faulty)} runs = "
         f"{20 * false_faulty / max(len(faulty), 1):.1f} per 20 runs | <= 1 per 20 |", "",
-        *_table(scores), "", "False incidents by form (all runs):", "", *_false_table(scores), "",
+        *_table(scores), "", "Missed faults by variant:", "", *_missed_table(scores, runs), "",
+        "False incidents by form (all runs):", "", *_false_table(scores), "",
     ]
     if big:
         lines += _profile(big)
@@ -280,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{i + 1}/{len(runs)}] {run.label}: found {len(s.found)}/{len(s.found) + len(s.missed)}, "
                   f"false {len(s.false)}, sim {s.sim_s:.1f} s, diagnose {s.diag_s:.1f} s", file=sys.stderr, flush=True)
     scores = [done[r.label] for r in runs if r.label in done]
-    text = report(scores, len(runs), seeds, sizes, minutes)
+    text = report(scores, {r.label: r for r in runs}, seeds, sizes, minutes)
     print(text)
     if not args.quick:
         RESULTS.parent.mkdir(exist_ok=True)

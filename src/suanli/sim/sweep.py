@@ -60,17 +60,18 @@ def sweep_runs(seeds: tuple[int, ...] = SEEDS, sizes: tuple[int, ...] = SIZES,
     out: list[SweepRun] = []
     for si, seed in enumerate(seeds):
         for zi, nodes in enumerate(sizes):
-            k = si * len(sizes) + zi
-            nz = Nuisances.sweep().varied(k)
+            k = si * len(sizes) + zi        # labels and pairs: one per seed and size
+            v = si + zi                     # variants: a Latin square, so no variant sticks to one size
+            nz = Nuisances.sweep().varied(v)
 
             def run(kind: str, sc: Scenario, seed: int = seed, nodes: int = nodes, nz: Nuisances = nz) -> SweepRun:
                 return SweepRun(kind, sc, seed, nodes, minutes, nz)
 
-            out.append(run("healthy", _scenario("healthy", (), k, 1 + k % 2)))
+            out.append(run("healthy", _scenario("healthy", (), v, 1 + v % 2)))
             for cat in CATEGORIES:
-                out.append(run("single", _scenario(cat, (FaultRequest(cat, shape=_shape(cat, k)),), k, 1 + k % 2)))
+                out.append(run("single", _scenario(cat, (FaultRequest(cat, shape=_shape(cat, v)),), v, 1 + v % 2)))
             for p in (2 * k, 2 * k + 1):
                 a, b = PAIRS[p % len(PAIRS)]
-                faults = (FaultRequest(a, shape=_shape(a, k)), FaultRequest(b, delay_s=60.0 + 20.0 * (p % 4)))
-                out.append(run("pair", _scenario(f"{a}+{b}", faults, k, 2)))
+                faults = (FaultRequest(a, shape=_shape(a, v + p)), FaultRequest(b, delay_s=60.0 + 20.0 * (p % 4)))
+                out.append(run("pair", _scenario(f"{a}+{b}", faults, v + p, 2)))
     return out
