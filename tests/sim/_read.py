@@ -63,3 +63,24 @@ def truth(d: Path) -> dict[str, Any]:
     for f in t["faults"]:
         f["start_s"] = parse_time(f["start"])
     return t
+
+
+HGX_GPU_BUS = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")   # PCI bus of GPU 0..7 on an HGX board
+
+
+def entity(lab: tuple[tuple[str, str], ...]) -> str:
+    """The part a series is about, from its exporter labels (GPU, NIC or switch port)."""
+    d = dict(lab)
+    host = d.get("Hostname") or d.get("hostname") or d.get("node") or d.get("instance", "").split(":")[0]
+    if "gpu" in d:
+        return f"{host}/gpu{d['gpu']}"
+    if "pci_bus_id" in d:
+        gpu = f"{host}/gpu{HGX_GPU_BUS.index(d['pci_bus_id'].split(':')[1])}"
+        return gpu if d.get("severity") != "uncorrected" else gpu + "~uncorrected"
+    if "device" in d or "nic" in d:
+        return f"{host}/{d.get('device') or d['nic']}"
+    return f"{d['switch']}/{d['port']}"
+
+
+def series_by_entity(series: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]]) -> dict[str, list[tuple[float, float]]]:
+    return {entity(lab): s for lab, s in series.items()}

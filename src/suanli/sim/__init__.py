@@ -3,6 +3,8 @@ faults at their root entities and writes a scenario folder (spec/telemetry.md) w
 
 from suanli.sim.api import demo_cluster, list_scenarios, simulate, simulate_custom
 from suanli.sim.jobs import JobRequest
-from suanli.sim.scenarios import FaultRequest, Scenario
+from suanli.sim.nuisances import NoiseConfig, Nuisances
+from suanli.sim.scenarios import SHAPES, FaultRequest, Scenario
 
-__all__ = ["FaultRequest", "JobRequest", "Scenario", "demo_cluster", "list_scenarios", "simulate", "simulate_custom"]
+__all__ = ["SHAPES", "FaultRequest", "JobRequest", "NoiseConfig", "Nuisances", "Scenario", "demo_cluster",
+           "list_scenarios", "simulate", "simulate_custom"]

@@ -54,6 +54,7 @@ class Fault:
     direction_rx: bool = True          # optical: the receiving side of the root degrades
     precursor_s: float = 0.0           # gpu_memory_failure: SBEs climb for this long before the DBE
     jobs: list[str] = field(default_factory=list)
+    shape: str = "step"                # step | ramp | transient | running (suanli.sim.scenarios.SHAPES)
 
     @property
     def kind(self) -> str:

@@ -2,7 +2,8 @@
 
 Numbers are vendor data sheet values (dense, no sparsity): H100-SXM 989 bf16 TFLOP/s and 900 GB/s
 NVLink (450 GB/s per direction); A100-SXM 312 TFLOP/s and 600 GB/s; H200 as H100 with 141 GB;
-B200 2250 TFLOP/s and 1.8 TB/s NVLink 5. HBM bandwidth drives the optimizer phase.
+B200 2250 TFLOP/s and 1.8 TB/s NVLink 5. HBM bandwidth drives the optimizer phase. Idle SM clocks:
+345 MHz (Hopper; the public samples show it), 210 MHz (A100); B200 is given Hopper's.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ class SimGpuModel:
     memory_mib: int
     max_sm_clock_mhz: float
     nic_Bps: float             # bandwidth of one NIC of this node generation, bytes/s
+    idle_sm_clock_mhz: float = 345.0   # SM clock with no process (nvidia-smi "Clocks" at idle)
 
 
 GPU_CATALOG: dict[str, SimGpuModel] = {
     "H100-SXM": SimGpuModel("H100-SXM", "NVIDIA H100 80GB HBM3", 989, 1979, 700, 2.50,
                             450e9, 3.35e12, 81559, 1980, 50e9),
     "A100-SXM": SimGpuModel("A100-SXM", "NVIDIA A100-SXM4-80GB", 312, 312, 400, 1.60,
-                            300e9, 2.0e12, 81920, 1410, 25e9),
+                            300e9, 2.0e12, 81920, 1410, 25e9, idle_sm_clock_mhz=210.0),
     "H200-SXM": SimGpuModel("H200-SXM", "NVIDIA H200", 989, 1979, 700, 3.20,
                             450e9, 4.8e12, 143771, 1980, 50e9),
     "B200": SimGpuModel("B200", "NVIDIA B200", 2250, 4500, 1000, 5.00,

@@ -23,6 +23,20 @@ NOISE = [
     "TCP: request_sock_TCP: Possible SYN flooding on port 9400. Sending cookies.  Check SNMP counters.",
     "mlx5_core 0000:19:00.0: mlx5_fw_tracer_handle_traces:744:(pid 0): FWTracer: Events were lost",
 ]
+# More lines real nodes print that are about nothing (``Nuisances.log_noise``): an NVRM line that is no Xid,
+# cgroup and filesystem chatter.
+MORE_NOISE = [
+    "NVRM: nvCheckOkFailedNoLog: Check failed: Call not supported [NV_ERR_NOT_SUPPORTED] (0x00000056) returned "
+    "from pRmApi->Control(pRmApi, RES_GET_CLIENT_HANDLE(pKernelChannel), RES_GET_HANDLE(pKernelChannel), "
+    "NVA06F_CTRL_CMD_RESTART_RUNLIST, &params, sizeof(params)) @ kernel_channel.c:{n}",
+    "cgroup: fork rejected by pids controller in /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-"
+    "pod{h}.slice",
+    "xfs filesystem being remounted at /var/lib/kubelet/pods/{h}/volume-subpaths/config/trainer/0 supports "
+    "timestamps until 2038 (0x7fffffff)",
+]
+TRAINER_WARNING = ("/usr/local/lib/python3.10/dist-packages/torch/distributed/checkpoint/filesystem.py:98: UserWarning: "
+                   "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
+                   "storage class.\n  if tensor.storage().size() != tensor.numel():")
 XID_TEXT = {
     48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, "
         "subpartition 0.",
@@ -55,8 +69,11 @@ def _aer(t: float, node: str, g: int, n: int) -> list[tuple[float, str]]:
             (t + 0.5, f"{p} AER: {n} Correctable errors suppressed (rate limited)")]
 
 
-def _fault_kernel(c: SimCluster, f: Fault, t1: float, rng: np.random.Generator) -> list[tuple[float, str]]:
+def _fault_kernel(c: SimCluster, f: Fault, t0: float, t1: float, rng: np.random.Generator) -> list[tuple[float, str]]:
+    """Kernel records of one fault; repeating ones stop when it recovers and never precede the window."""
     out: list[tuple[float, str]] = []
+    first = f.start_s if f.start_s >= t0 else t0 + float(rng.uniform(0.0, 30.0))
+    t1 = t1 if f.end_s is None else min(t1, f.end_s)
     if f.kind == "gpu":
         node, g = f.root.split("/gpu")
         gi = int(g)
@@ -66,12 +83,12 @@ def _fault_kernel(c: SimCluster, f: Fault, t1: float, rng: np.random.Generator) 
         elif f.category == "gpu_lost":
             out.append(_xid(f.start_s, node, gi, 79, 0))
         elif f.category == "nvlink_degradation":
-            t = f.start_s
+            t = first
             while t < t1:
                 out.append(_xid(t, node, gi, 74, int(rng.integers(0, 18))))
                 t += float(rng.uniform(40, 120))
         elif f.category == "pcie_riser":
-            t = f.start_s + 5.0
+            t = first + 5.0
             while t < t1:
                 out += _aer(t, node, gi, int(rng.integers(20, 80)))
                 t += float(rng.uniform(8, 25))
@@ -84,17 +101,18 @@ def _fault_kernel(c: SimCluster, f: Fault, t1: float, rng: np.random.Generator) 
     return out
 
 
-def kernel_lines(c: SimCluster, faults: list[Fault], t0: float, t1: float,
-                 rng: np.random.Generator) -> list[tuple[float, str]]:
+def kernel_lines(c: SimCluster, faults: list[Fault], t0: float, t1: float, rng: np.random.Generator,
+                 more_noise: bool = False) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = []
-    n_noise = int((t1 - t0) / 60.0 * min(len(c.nodes), 64) * 0.35)
+    n_noise = int((t1 - t0) / 60.0 * min(len(c.nodes), 64) * (0.7 if more_noise else 0.35))
+    pool = NOISE + MORE_NOISE if more_noise else NOISE
     for t in np.sort(rng.uniform(t0, t1, n_noise)):
         node = c.nodes[int(rng.integers(0, len(c.nodes)))].id
-        msg = NOISE[int(rng.integers(0, len(NOISE)))].format(
+        msg = pool[int(rng.integers(0, len(pool)))].format(
             n=int(rng.integers(10, 4000)), t=float(t), pid=int(rng.integers(1000, 9000)), h=rng.bytes(5).hex()[:11])
         out.append((float(t), f"{node} kernel: {msg}"))
     for f in faults:
-        out += _fault_kernel(c, f, t1, rng)
+        out += _fault_kernel(c, f, t0, t1, rng)
     return out
 
 
@@ -130,15 +148,29 @@ def _event_line(tl: JobTimeline, kind: str, info: dict[str, object], prefix: str
     if kind == "restart":
         return (f"{prefix}[torch.distributed.elastic.agent.server.api] Worker group FAILED ({info['category']}). "
                 "2/3 attempts left; will restart worker group")
+    if kind == "finished":
+        return f"{prefix}[after training is done] exiting program at iteration {info['step']:>8}"
     return None
 
 
-def trainer_lines(c: SimCluster, tls: list[JobTimeline], rng: np.random.Generator) -> list[tuple[float, str]]:
+def _chatter(tl: JobTimeline, prefix: str) -> list[tuple[float, str]]:
+    """Lines a healthy trainer prints that are no event (``Nuisances.log_noise``)."""
+    host = tl.job.ranks[0].split("/")[0]
+    out = [(a + 1.5, f"{prefix}{host}:{9000 + i}:{9000 + i} [0] NCCL INFO NCCL version 2.21.5+cuda12.4")
+           for i, (a, _, _) in enumerate(tl.inits)]
+    out += [(a + 0.2, f"{prefix}{TRAINER_WARNING}") for a, _, _ in tl.checkpoints]
+    return out
+
+
+def trainer_lines(c: SimCluster, tls: list[JobTimeline], rng: np.random.Generator,
+                  more_noise: bool = False) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = []
     for tl in tls:
         job = tl.job
         host = job.ranks[-1].split("/")[0]
         prefix = f"{host} python3[{int(rng.integers(100000, 300000))}]: "
+        if more_noise:
+            out += _chatter(tl, prefix)
         ends = tl.step_ends()
         for k, step in enumerate(tl.steps):
             if step % 5 == 0:

@@ -6,13 +6,16 @@ stays at one family's matrix however long the window is.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from suanli.sim.cluster import SimCluster, gpu_pci
+from suanli.sim.dcgm_state import PHYSICAL_FIELDS, physical_value
 from suanli.sim.faults import DEFAULT_MAGNITUDE, Effects
+from suanli.sim.nuisances import Nuisances, counter_noise
 from suanli.sim.physics import PhysicsConfig
 from suanli.sim.state import GpuGrid, nic_loss_steps
 from suanli.sim.timeline import JobTimeline, TimingConfig
@@ -30,6 +33,7 @@ class Family:
     integer: bool
     exporter: str                # dcgm | node | probe: decides the timestamp jitter
     hosts: list[int]             # node index per series (-1 = none) for exporter outages
+    switches: list[str] = field(default_factory=list)   # switch per series (switch families) for clears
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,9 @@ class World:
     seed: int
     latency_pairs: list[tuple[int, int]]
     tc: GpuTelemetryConfig = GpuTelemetryConfig()
+    nz: Nuisances = field(default_factory=Nuisances)
+    storage_probe: bool = True   # False: no storage latency series (a storage nobody probes)
+    noise_log: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)   # what counter_noise added
 
     def rng(self, name: str) -> np.random.Generator:
         return np.random.default_rng([self.seed, *name.encode()])
@@ -113,7 +120,7 @@ def _gpu_labels(w: World) -> tuple[list[str], list[int]]:
         for g, uuid in enumerate(n.gpu_uuids):
             gid = f"{n.id}/gpu{g}"
             s = (f'gpu="{g}",UUID="{uuid}",pci_bus_id="{gpu_pci(g)}",device="nvidia{g}",'
-                 f'modelName="{c.gpu.dcgm_name}",Hostname="{n.id}"')
+                 f'modelName="{c.gpu.dcgm_name}",{w.nz.host_label}="{n.id}"')
             hit = w.grid.job_of.get(gid)
             if hit and hit[0].job.pods:
                 s += f',pod="{hit[0].job.pods[hit[1]]}",namespace="training",container="pytorch"'
@@ -136,6 +143,8 @@ def _cum_rate(w: World, rate_per_s: np.ndarray) -> np.ndarray:
 def _gpu_value(w: World, name: str, rng: np.random.Generator) -> np.ndarray:
     g, c, tc = w.grid, w.cluster, w.tc
     n, m = g.util.shape
+    if w.nz.job_state_telemetry and name in PHYSICAL_FIELDS:
+        return physical_value(w, name, rng)
     if name == "DCGM_FI_DEV_GPU_UTIL":
         return np.clip(np.round(g.util * 100 - rng.uniform(0, 2, (n, m))), 0, 100)
     if name == "DCGM_FI_PROF_SM_ACTIVE":
@@ -242,9 +251,11 @@ def dcgm_families(w: World) -> Iterator[Family]:
 
 
 def families(w: World) -> Iterator[Family]:
+    """Every family, error counters with the history and background counts of ``w.nz``."""
     from suanli.sim.metrics_net import net_families
-    yield from dcgm_families(w)
-    yield from net_families(w)
+    for fam in itertools.chain(dcgm_families(w), net_families(w)):
+        fam.values = counter_noise(fam.name, fam.labels, fam.values, w.ts, w.nz, w.seed, w.noise_log)
+        yield fam
 
 
 def job_steps_done(tl: JobTimeline, ts: np.ndarray) -> np.ndarray:

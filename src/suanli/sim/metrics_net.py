@@ -81,19 +81,23 @@ def _switch_families(w: World, traffic: dict[str, np.ndarray]) -> Iterator[Famil
     crc = np.zeros_like(pkts)
     ber = np.exp(rng.normal(np.log(5e-13), 0.3, pkts.shape))
     offset = rng.integers(10**10, 10**12, len(ports)).astype(np.float64)
+    pps = np.full(len(ports), 2e5)
+    if w.nz.idle_port_pps is not None:      # management traffic only (LLDP, subnet manager, probes)
+        pps = w.rng("idle_pps").uniform(*w.nz.idle_port_pps, len(ports))
     for i, p in enumerate(ports):
         through = traffic.get(p, np.zeros(len(w.ts))) / w.cfg.packet_bytes
-        pkts[i] = offset[i] + through + np.cumsum(np.full(len(w.ts), 2e5 * 15))
+        pkts[i] = offset[i] + through + np.cumsum(np.full(len(w.ts), pps[i] * 15))
         f = w.fx.of(p, "switch_port_errors")
         if f is not None:
             rate = np.diff(through, prepend=through[0]) * f.magnitude * f.level(w.ts)
             crc[i] = np.floor(np.cumsum(rate + rng.poisson(0.2, len(w.ts))))
         if w.fx.of(p, "optical_degradation"):
             ber[i] = w.fx.ber(p, w.ts) * np.exp(rng.normal(0, 0.2, len(w.ts)))
+    switches = [p.split("/")[0] for p in ports]
     yield Family("suanli_switch_port_crc_errors_total", "counter", "CRC errors received on a switch port",
-                 labels, crc, True, "probe", hosts)
+                 labels, crc, True, "probe", hosts, switches)
     yield Family("suanli_switch_port_packets_total", "counter", "Packets received and transmitted on a switch port",
-                 labels, np.floor(pkts), True, "probe", hosts)
+                 labels, np.floor(pkts), True, "probe", hosts, switches)
     nics = [nic for n in w.cluster.nodes for nic in n.nics]
     nber = np.exp(rng.normal(np.log(5e-13), 0.3, (len(nics), len(w.ts))))
     for i, nic in enumerate(nics):
@@ -158,10 +162,18 @@ def _latency(w: World) -> Iterator[Family]:
                         extra += 4e-6 * f.level(w.ts)
             worst = np.maximum(worst, base + extra)
         labels.append(f'src="{na.id}",dst="{nb.id}"')
-        rows.append(np.round(worst * np.exp(rng.normal(0, 0.08, len(w.ts))), 10))
+        rows.append(np.round(worst * np.exp(rng.normal(0, 0.08, len(w.ts))) * _spikes(w, rng, (3.0, 10.0)), 10))
     yield Family("suanli_link_latency_seconds", "gauge",
                  "One-way probe latency between two nodes (worst rail, median of the probe burst)",
-                 labels, np.array(rows), False, "probe", [-1] * len(labels))
+                 labels, np.array(rows), False, "probe", [a for a, _ in w.latency_pairs])
+
+
+def _spikes(w: World, rng: np.random.Generator, factor: tuple[float, float]) -> np.ndarray | float:
+    """Lone spikes of a latency probe (a probe burst that met a queue), when ``w.nz`` asks for them."""
+    if w.nz.gauge_spikes <= 0:
+        return 1.0
+    hit = rng.random(len(w.ts)) < w.nz.gauge_spikes
+    return np.where(hit, rng.uniform(*factor, len(w.ts)), 1.0)
 
 
 def _storage_sla(w: World) -> Iterator[Family]:
@@ -169,11 +181,13 @@ def _storage_sla(w: World) -> Iterator[Family]:
     rows = []
     for sid, _ in w.cluster.storage:
         fac = np.array([w.fx.storage_factor(sid, float(t)) for t in w.ts])
-        rows.append(np.round(w.tm.storage_latency_s * fac * np.exp(rng.normal(0, 0.05, len(w.ts))), 7))
-    yield Family("suanli_storage_read_latency_seconds", "gauge",
-                 "Read latency of a storage system seen by a probe client",
-                 [f'storage="{s}"' for s, _ in w.cluster.storage], np.array(rows), False, "probe",
-                 [-1] * len(rows))
+        rows.append(np.round(w.tm.storage_latency_s * fac * np.exp(rng.normal(0, 0.05, len(w.ts)))
+                             * _spikes(w, rng, (1.8, 3.0)), 7))
+    if w.storage_probe:
+        yield Family("suanli_storage_read_latency_seconds", "gauge",
+                     "Read latency of a storage system seen by a probe client",
+                     [f'storage="{s}"' for s, _ in w.cluster.storage], np.array(rows), False, "probe",
+                     [-1] * len(rows))
     labels, rows = [], []
     for tl in w.tls:
         ends, dur = tl.step_ends(), np.asarray(tl.step_s)

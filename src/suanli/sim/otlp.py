@@ -41,11 +41,12 @@ def _span(trace: str, sid: str, parent: str | None, name: str, a: float, b: floa
     return s
 
 
-def _resource(c: SimCluster, tl: JobTimeline, r: int, group: str, grank: int) -> dict[str, Any]:
+def _resource(c: SimCluster, tl: JobTimeline, r: int, group: str, grank: int, gpu_id_attr: str) -> dict[str, Any]:
     job = tl.job
     node_id, g = job.ranks[r].split("/gpu")
+    gpu = job.ranks[r] if gpu_id_attr == "canonical" else c.node(node_id).gpu_uuids[int(g)]
     attrs = [_attr("service.name", "trainer"), _attr("job.id", job.id), _attr("framework.pytorch.rank", r),
-             _attr("resource.gpu.id", c.node(node_id).gpu_uuids[int(g)]), _attr("host.name", node_id),
+             _attr("resource.gpu.id", gpu), _attr("host.name", node_id),
              _attr("business.sla_id", job.sla_id)]
     if job.pods:
         attrs.append(_attr("k8s.pod.name", job.pods[r]))
@@ -107,10 +108,24 @@ def _extra_spans(tl: JobTimeline, seed: int, r: int) -> list[dict[str, Any]]:
         trace = _hid(16, seed, tl.job.id, "init", i)
         out.append(_span(trace, _hid(8, trace, r, "i"), None, "init", a, b))
         out.append(_span(trace, _hid(8, trace, r, "l"), None, "checkpoint_load", b, c))
+    return out + _hung_spans(tl, seed, r)
+
+
+def _hung_spans(tl: JobTimeline, seed: int, r: int) -> list[dict[str, Any]]:
+    """The phases a hung step finished on rank ``r``; its ``train_step`` never ends, so it is never exported."""
+    out = []
+    for t0, step, t_hang, dl, fwd, bwd, bubble in tl.hung:
+        trace = _hid(16, seed, tl.job.id, "hung", step)
+        root = _hid(8, trace, "train_step")
+        f0 = t0 + float(dl.max()) + bubble
+        phases = (("data_load", t0, t0 + float(dl[r])), ("forward", f0, f0 + float(fwd[r])),
+                  ("backward", f0 + float(fwd[r]), f0 + float(fwd[r]) + float(bwd[r])))
+        out += [_span(trace, _hid(8, trace, r, name), root, name, a, b) for name, a, b in phases if b <= t_hang]
     return out
 
 
-def write_traces(f: TextIO, c: SimCluster, tls: list[JobTimeline], seed: int) -> tuple[int, int]:
+def write_traces(f: TextIO, c: SimCluster, tls: list[JobTimeline], seed: int,
+                 gpu_id_attr: str = "uuid") -> tuple[int, int]:
     """Writes every rank's spans, one line per rank per ``STEPS_PER_LINE`` steps; returns (lines, spans)."""
     lines = spans = 0
     scope = json.dumps({"name": "suanli.probe.torch", "version": "0.1.0"}, separators=(",", ":"))
@@ -124,7 +139,7 @@ def write_traces(f: TextIO, c: SimCluster, tls: list[JobTimeline], seed: int) ->
         traces = [_hid(16, seed, job.id, step) for step in tl.steps]
         for r in range(job.world):
             group, grank = group_of[r]
-            res = json.dumps(_resource(c, tl, r, group, grank), separators=(",", ":"))
+            res = json.dumps(_resource(c, tl, r, group, grank, gpu_id_attr), separators=(",", ":"))
             ar_attrs = ',"attributes":' + json.dumps(
                 [_attr("nccl.op", "allreduce"), _attr("nccl.bytes", int(tl.net.grad_bytes)),
                  _attr("nccl_group_id", group), _attr("nccl_rank", grank)], separators=(",", ":"))

@@ -12,9 +12,20 @@ from suanli.sim.faults import CATEGORIES, DEFAULT_MAGNITUDE, ROOT_KIND, Fault
 from suanli.sim.jobs import JobRequest, place_jobs
 from suanli.sim.network import JobNet
 
-__all__ = ["SCENARIOS", "Scenario", "pick_faults"]
+__all__ = ["SCENARIOS", "SHAPES", "Scenario", "pick_faults"]
 
 Progress = Callable[[str, int, int], None]
+
+# How a fault may unfold in time: a ``step`` (its usual ramp), a slow ``ramp`` over a quarter to
+# two fifths of the window, a ``transient`` that rises and recovers inside the window (5-8 min), or
+# ``running`` already when the window opens. Faults that are events (a DBE, a GPU off the bus, a
+# hang, an OOM, a link down) only come as steps: their signature is the event.
+LEVELS = ("step", "ramp", "transient", "running")
+SHAPES: dict[str, tuple[str, ...]] = {c: LEVELS for c in (
+    "gpu_memory_degradation", "gpu_thermal", "pcie_riser", "gpu_straggler", "nvlink_degradation",
+    "switch_port_errors", "optical_degradation", "storage_slow")}
+DEFAULT_RAMP_S = {"gpu_thermal": 120.0, "pcie_riser": 60.0, "optical_degradation": 120.0,
+                  "gpu_memory_degradation": 30.0}
 
 
 @dataclass(frozen=True)
@@ -24,6 +35,7 @@ class FaultRequest:
     same_root_as: int | None = None     # index of an earlier fault whose root this one shares
     delay_s: float = 0.0                # after the earlier fault / the drawn onset
     precursor_s: float = 0.0            # gpu_memory_failure: SBEs climb this long before the DBE
+    shape: str = "step"                 # one of SHAPES[category] (step for every category)
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,8 @@ class Scenario:
     efficiency: float | None = None
     spare_nodes: int = 1
     gpu_model: str = "H100-SXM"         # a key of suanli.sim.hardware.GPU_CATALOG
+    storage_probe: bool = True          # False: no storage latency series (data_load spans only)
+    finish_job: bool = False            # a job no fault touches finishes normally in the window
 
 
 _DESC = {
@@ -130,6 +144,24 @@ def _candidates(c: SimCluster, nets: dict[str, JobNet], category: str) -> list[t
 STOPS_JOB: frozenset[str] = frozenset({"gpu_lost", "gpu_memory_failure", "nic_down", "collective_hang", "oom"})
 
 
+def _shaped(req: FaultRequest, start: float, rng: np.random.Generator, t0: float,
+            t1: float) -> tuple[float, float, float | None, str]:
+    """(start, ramp, end, shape) of a fault: a shape the window cannot show falls back to a step."""
+    ramp = DEFAULT_RAMP_S.get(req.category, 1.0)
+    shape = req.shape if req.shape in SHAPES.get(req.category, ("step",)) else "step"
+    span = t1 - t0
+    if shape == "ramp" and span >= 600:
+        ramp = float(rng.uniform(0.25, 0.4)) * span
+        return min(start, t1 - 180.0 - ramp), ramp, None, shape
+    if shape == "transient" and span >= 600:
+        dur = float(rng.uniform(300.0, 480.0))
+        start = max(t0 + 60.0, min(start, t1 - 120.0 - dur))
+        return start, ramp, start + dur, shape
+    if shape == "running":
+        return t0 - float(rng.uniform(120.0, 1800.0)), ramp, None, shape
+    return start, ramp, None, "step"
+
+
 def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.random.Generator,
                 t0: float, t1: float) -> list[Fault]:
     """Draws each fault's root among plausible entities and its onset a third to half into the window."""
@@ -148,10 +180,10 @@ def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.ra
             cands = [x for x in cands if not set(x[1]) & stopped] or cands
             root, jobs = cands[int(rng.integers(0, len(cands)))]
             start = onset + req.delay_s
-        ramp = {"gpu_thermal": 120.0, "pcie_riser": 60.0, "optical_degradation": 120.0,
-                "gpu_memory_degradation": 30.0}.get(req.category, 1.0)
-        faults.append(Fault(req.category, root, round(start, 3), mag, None, ramp, True,
-                            req.precursor_s, sorted(jobs)))
+        start, ramp, end, shape = _shaped(req, start, rng, t0, t1) if req.shape != "step" else \
+            (start, DEFAULT_RAMP_S.get(req.category, 1.0), None, "step")
+        faults.append(Fault(req.category, root, round(start, 3), mag, None if end is None else round(end, 3), ramp,
+                            True, req.precursor_s, sorted(jobs), shape))
     return faults
 
 

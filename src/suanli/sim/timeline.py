@@ -69,6 +69,10 @@ class JobTimeline:
     inits: list[tuple[float, float, float]] = field(default_factory=list)  # init start, end, ckpt-load end
     events: list[tuple[float, str, dict[str, object]]] = field(default_factory=list)   # for logs
     efficiency: float = 0.5
+    slow_checkpoint: tuple[float, float] | None = None     # (not before, seconds): one slow save
+    keep_hung_step: bool = False                           # keep the phases a hung step finished
+    hung: list[tuple[float, int, float, np.ndarray, np.ndarray, np.ndarray, float]] = field(default_factory=list)
+    finished_s: float | None = None                        # the job ended normally then
 
     def step_starts(self) -> np.ndarray:
         return np.asarray(self.t0, dtype=np.float64)
@@ -196,28 +200,51 @@ def _outage(tl: JobTimeline, tm: TimingConfig, intr: Interrupt, t_end: float) ->
     return init0 + tm.init_s + tm.checkpoint_load_s
 
 
+def _abort(tl: JobTimeline, n_before: int, step: int, intr: Interrupt) -> None:
+    """Drops the step an interrupt landed in; a hung step keeps the phases it finished (its spans)."""
+    if tl.keep_hung_step and intr.mode == "stall" and len(tl.t0) > n_before:
+        k = n_before
+        tl.hung.append((tl.t0[k], step, intr.t_s, tl.dl[k], tl.fwd[k], tl.bwd[k], tl.bubble[k]))
+    for lst in (tl.t0, tl.dl, tl.bubble, tl.fwd, tl.own, tl.bwd, tl.ar_start, tl.sync, tl.step_s, tl.inflation):
+        del lst[n_before:]
+
+
+def _checkpoint(tl: JobTimeline, t: float, step: int, seconds: float) -> float:
+    tl.checkpoints.append((t, t + seconds, step))
+    tl.events.append((t, "checkpoint", {"step": step, "end": t + seconds}))
+    return t + seconds
+
+
 def run_job(c: SimCluster, tl: JobTimeline, fx: Effects, cfg: PhysicsConfig, tm: TimingConfig,
             rng: np.random.Generator, t_begin: float, t_end: float, first_step: int,
-            interrupts: list[Interrupt]) -> None:
-    """Steps from ``t_begin`` until ``t_end``; an interrupt aborts the step it lands in."""
+            interrupts: list[Interrupt], finish_s: float | None = None) -> None:
+    """Steps from ``t_begin`` until ``t_end`` (or until the job is done at ``finish_s``); an interrupt
+    aborts the step it lands in."""
     job = tl.job
     sens = _sensitive(tl, fx)
     faulted = [r for r, g in enumerate(job.ranks) if g in fx.touched()]
     ckpt_s = job.params * 14.0 / (cfg.checkpoint_write_Bps * max(1, job.world // 8))
     pending = sorted(interrupts, key=lambda i: i.t_s)
+    slow = tl.slow_checkpoint
+    stop = min(t_end, finish_s) if finish_s is not None else t_end
     t, step = t_begin, first_step
-    while t < t_end:
+    while t < stop:
         n_before = len(tl.t0)
         dur = _one_step(c, fx, cfg, tm, tl, rng, t, sens, faulted)
         if pending and pending[0].t_s < t + dur:
-            for lst in (tl.t0, tl.dl, tl.bubble, tl.fwd, tl.own, tl.bwd, tl.ar_start, tl.sync, tl.step_s, tl.inflation):
-                del lst[n_before:]
-            t = _outage(tl, tm, pending.pop(0), t_end)
+            intr = pending.pop(0)
+            _abort(tl, n_before, step, intr)
+            t = _outage(tl, tm, intr, t_end)
             continue
         tl.steps.append(step)
         t += dur
+        if finish_s is not None and t >= finish_s:     # the last step: final checkpoint, then the job exits
+            t = _checkpoint(tl, t, step, ckpt_s)
+            tl.finished_s = t
+            tl.events.append((t, "finished", {"step": step}))
+            return
         if step % job.checkpoint_every == 0:
-            tl.checkpoints.append((t, t + ckpt_s, step))
-            tl.events.append((t, "checkpoint", {"step": step, "end": t + ckpt_s}))
-            t += ckpt_s
+            t = _checkpoint(tl, t, step, ckpt_s)
+        elif slow is not None and t >= slow[0]:
+            t, slow = _checkpoint(tl, t, step, slow[1]), None
         step += 1

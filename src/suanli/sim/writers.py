@@ -3,38 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TextIO
 
 import numpy as np
 
 from suanli.sim.metrics import Family
+from suanli.sim.nuisances import NoiseConfig, NuisancePlan
 
 __all__ = ["NoiseConfig", "write_openmetrics"]
 
 
-@dataclass(frozen=True)
-class NoiseConfig:
-    """How dirty the scraped data is (documented defaults)."""
-
-    missed_scrape: float = 0.002
-    """Probability a scrape of one series is missing."""
-    nan: float = 0.00005
-    """Probability a gauge sample is NaN."""
-    duplicate: float = 0.0002
-    """Probability a sample is written twice."""
-    out_of_order: float = 0.0001
-    """Probability a sample is written before its predecessor."""
-    sentinel: float = 0.00005
-    """Probability a DCGM float field reads as the BLANK sentinel (140737488355328.0)."""
-    exporter_restart: bool = True
-    """One node's exporters restart once: two scrapes missing, suanli_* counters start again at 0."""
-
-
 BLANK_FP64 = 140737488355328.0
 BLANK_INT32 = 2147483632
+BLANK_INT64 = "9.223372036854776e+18"     # 0x7ffffffffffffff0 as dcgm-exporter prints it
 SENTINELS = {"DCGM_FI_DEV_POWER_USAGE": f"{BLANK_FP64:.1f}", "DCGM_FI_DEV_MEMORY_TEMP": str(BLANK_INT32)}
+INT64_SENTINELS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_SM_CLOCK",
+                   "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL")
 PROBE_RESETS = ("suanli_rdma_retransmits_total", "suanli_pcie_aer_errors_total")
+SWITCH_CLEARS = ("suanli_switch_port_crc_errors_total", "suanli_switch_port_packets_total")
 
 
 def _stamps(fam: Family, ts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -73,9 +59,39 @@ def _series_lines(prefix: str, vals: np.ndarray, stamps: np.ndarray, keep: np.nd
     return lines
 
 
-def write_family(f: TextIO, fam: Family, ts: np.ndarray, rng: np.random.Generator, noise: NoiseConfig,
-                 restart: tuple[int, int] | None) -> int:
+def _gaps(fam: Family, i: int, keep: np.ndarray, plan: NuisancePlan) -> np.ndarray:
+    """Scrapes an exporter restart, a dcgm-exporter gap or a node outage take from series ``i``."""
+    host = fam.hosts[i]
+    out = keep
+    cuts = []
+    if plan.agent_restart and host == plan.agent_restart[0]:
+        cuts.append((plan.agent_restart[1], plan.agent_restart[1] + 2))
+    if plan.dcgm_gap and fam.exporter == "dcgm" and host == plan.dcgm_gap[0]:
+        cuts.append(plan.dcgm_gap[1:])
+    if plan.node_outage and host == plan.node_outage[0]:
+        cuts.append(plan.node_outage[1:])
+    for a, b in cuts:
+        out = out.copy()
+        out[a:b] = False
+    return out
+
+
+def _resets(fam: Family, i: int, vals: np.ndarray, plan: NuisancePlan) -> np.ndarray:
+    """Counters that start again at 0: the agent's after its restart, a leaf's after it is cleared."""
+    if plan.agent_restart and fam.name in PROBE_RESETS and fam.hosts[i] == plan.agent_restart[0]:
+        j = plan.agent_restart[1]
+        if j + 1 < len(vals):
+            vals = np.maximum(np.concatenate([vals[:j + 2], vals[j + 2:] - vals[j + 1]]), 0.0)
+    if plan.switch_clear and fam.name in SWITCH_CLEARS and fam.switches and fam.switches[i] == plan.switch_clear[0]:
+        _, j, frac = plan.switch_clear
+        at = vals[j - 1] + frac * (vals[j] - vals[j - 1])
+        vals = np.concatenate([vals[:j], np.floor(np.maximum(vals[j:] - at, 0.0))])
+    return vals
+
+
+def write_family(f: TextIO, fam: Family, ts: np.ndarray, rng: np.random.Generator, plan: NuisancePlan) -> int:
     """Writes HELP/TYPE and every series of one family; returns the number of samples written."""
+    noise = plan.nuisances.noise
     base = fam.name[:-6] if fam.type == "counter" else fam.name
     f.write(f"# HELP {base} {fam.help}\n# TYPE {base} {fam.type}\n")
     stamps = _stamps(fam, ts, rng)
@@ -83,17 +99,12 @@ def write_family(f: TextIO, fam: Family, ts: np.ndarray, rng: np.random.Generato
     keep &= rng.random(fam.values.shape) >= noise.missed_scrape
     gauge = fam.type == "gauge"
     sentinel = SENTINELS.get(fam.name)
+    if plan.nuisances.int64_sentinel and fam.name in INT64_SENTINELS:
+        sentinel = BLANK_INT64
     n = 0
     for i, lab in enumerate(fam.labels):
-        vals, k = fam.values[i], keep[i]
-        if restart is not None and fam.hosts[i] == restart[0]:
-            j = restart[1]
-            k = k.copy()
-            k[j:j + 2] = False
-            if fam.name in PROBE_RESETS:
-                vals = vals.copy()
-                vals[j + 2:] -= vals[j + 1] if j + 1 < len(vals) else 0.0
-                vals = np.maximum(vals, 0.0)
+        vals = _resets(fam, i, fam.values[i], plan)
+        k = _gaps(fam, i, keep[i], plan)
         lines = _series_lines(f"{fam.name}{{{lab}}}", vals, stamps[i], k, fam.integer, rng, noise, gauge,
                               sentinel)
         f.writelines(lines)
@@ -101,15 +112,11 @@ def write_family(f: TextIO, fam: Family, ts: np.ndarray, rng: np.random.Generato
     return n
 
 
-def write_openmetrics(f: TextIO, fams: Iterable[Family], ts: np.ndarray, seed: int, noise: NoiseConfig,
-                      n_nodes: int) -> int:
+def write_openmetrics(f: TextIO, fams: Iterable[Family], ts: np.ndarray, seed: int, plan: NuisancePlan) -> int:
     """Every family, then ``# EOF``. Samples of one series are contiguous and in time order (but for
     the injected out-of-order ones), which ``promtool tsdb create-blocks-from openmetrics`` accepts."""
-    rng = np.random.default_rng([seed, 77])
-    restart = (int(rng.integers(0, n_nodes)), int(rng.integers(2, max(3, len(ts) - 4)))) \
-        if noise.exporter_restart and len(ts) > 8 else None
     total = 0
     for fam in fams:
-        total += write_family(f, fam, ts, np.random.default_rng([seed, *fam.name.encode()]), noise, restart)
+        total += write_family(f, fam, ts, np.random.default_rng([seed, *fam.name.encode()]), plan)
     f.write("# EOF\n")
     return total
