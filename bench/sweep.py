@@ -50,11 +50,10 @@ COUNTERS = {
 
 def diagnose(folder: Path) -> list[dict[str, Any]]:
     """The incidents suanli finds in a scenario folder (the one call to repoint when the pipeline moves)."""
-    from suanli.commands import run_diagnosis
+    from suanli.pipeline import diagnose_folder
+    from suanli.report import diagnosis_json
 
-    diag, store, _inv = run_diagnosis(folder, None, None, None, None)
-    store.close()
-    incidents: list[dict[str, Any]] = diag.to_json()["incidents"]
+    incidents: list[dict[str, Any]] = diagnosis_json(diagnose_folder(folder))["incidents"]
     return incidents
 
 
