@@ -152,7 +152,7 @@ def test_unknown_gpu_uuid_is_kept_and_counted_unresolved(tmp_path: Path) -> None
         store.close()
     assert [dict(k.labels)["UUID"] for k in unresolved] == ["GPU-deadbeef-0000-0000-0000-000000000009"]
     check = invoke("check", "--db", db)
-    assert check.exit_code == 0, check.stderr
+    assert check.exit_code == 3, check.stderr      # spec/cli.md: check exits 3 when it found problems
     assert "GPU-deadbeef-0000-0000-0000-000000000009" in check.stdout or "node-999" in check.stdout
 
 

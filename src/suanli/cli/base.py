@@ -41,9 +41,18 @@ _state: dict[str, bool] = {"debug": False}
 DEFAULT_DB = Path("suanli.duckdb")
 
 
-@app.callback()
-def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False
-          ) -> None:
+def _version(value: bool) -> None:
+    if value:
+        from suanli import __version__
+
+        print(f"suanli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback(context_settings={"help_option_names": ["-h", "--help"]})
+def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+          version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
     _state["debug"] = debug
     if debug:
         import logging

@@ -31,7 +31,7 @@ def check(
     db: Annotated[Path, typer.Option(help="DuckDB file to check.")] = DEFAULT_DB,
     rules: Annotated[Path | None, typer.Option(help="Rule file (default: the shipped pack).")] = None,
 ) -> None:
-    """Metadata consistency, unmapped series, id formats, rule coverage, maturity scores."""
+    """Metadata consistency, unmapped series, id formats, rule coverage, maturity scores; exit 3 on problems."""
     run_verb(lambda: check_cmd(out, db, rules))
 
 
@@ -72,6 +72,10 @@ def ingest_cmd(console: Console, paths: list[Path], db: Path, config: Config | N
     return 0
 
 
+CHECK_FOUND_PROBLEMS = 3
+"""Exit status of ``suanli check`` when it found problems (spec/cli.md), so CI can gate on it."""
+
+
 def check_cmd(console: Console, db: Path, rules: Path | None, config: Config | None = None) -> int:
     from suanli.rules import load_rules
     from suanli.store.check import check as check_store
@@ -88,4 +92,4 @@ def check_cmd(console: Console, db: Path, rules: Path | None, config: Config | N
         console.print(f"- {line}", markup=False, highlight=False)
     console.print(maturity_table(report.maturity))
     console.print("check: ok" if report.ok else f"check: {len(report.problems)} problem(s)")
-    return 0
+    return 0 if report.ok else CHECK_FOUND_PROBLEMS

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from suanli.errors import InputError
 from suanli.ingest import bulk_om, bulk_otlp
+from suanli.ingest.kineto import is_kineto_trace, read_kineto
 from suanli.ingest.logs import LogConfig, read_log
 from suanli.ingest.openmetrics import Batch, OpenMetricsConfig, read_openmetrics
 from suanli.ingest.otlp import OtlpConfig, read_otlp
@@ -159,8 +160,12 @@ def _stream_metrics(batches: Iterator[Batch], txn: Transaction, report: IngestRe
 
 def load_traces(path: Path, sink: Sink, resolver: Resolver | None, report: IngestReport, *,
                 fingerprint: str | None = None, config: OtlpConfig | None = None) -> bool:
-    """One trace file in one transaction: the DuckDB bulk reader for clean OTLP JSON lines, else
-    the Python parser. True when the bulk reader took it."""
+    """One trace file in one transaction: a PyTorch profiler (Kineto) trace through its reader; the
+    DuckDB bulk reader for clean OTLP JSON lines, else the Python parser. True when the bulk reader
+    took it."""
+    if is_kineto_trace(path):
+        _load_kineto(path, sink, report, fingerprint)
+        return False
     with sink.transaction(str(path), fingerprint) as txn:
         if bulk_otlp.load_otlp_jsonl(path, txn, resolver, report, config):
             txn.commit(report)
@@ -170,6 +175,20 @@ def load_traces(path: Path, sink: Sink, resolver: Resolver | None, report: Inges
             txn.append_spans(SpanBatch.from_spans(spans))
         txn.commit(report)
     return False
+
+
+def _load_kineto(path: Path, sink: Sink, report: IngestReport, fingerprint: str | None) -> None:
+    """A Kineto trace's device activity as spans (ingest/kineto); a file that turns out not to be a
+    trace is one reject, and is marked loaded with nothing, as any file whose records were all bad."""
+    with sink.transaction(str(path), fingerprint) as txn:
+        try:
+            spans = read_kineto(path, report=report)
+        except InputError as err:
+            report.reject(str(err))
+            spans = []
+        for chunk in batched(spans, RECORDS_PER_BATCH):
+            txn.append_spans(SpanBatch.from_spans(chunk))
+        txn.commit(report)
 
 
 def load_logs(path: Path, sink: Sink, resolver: Resolver | None, report: IngestReport, *,
