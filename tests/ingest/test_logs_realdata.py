@@ -55,7 +55,14 @@ def test_xid79_and_sxid_from_gpud_readme() -> None:
     dup = [e for e in events if e.attrs.get("duplicate_of")]
     assert len(dup) == 1 and dup[0].kind == "other"
     sxids = [e for e in events if e.kind == "sxid"]
-    assert len(sxids) == 8 and {e.code for e in sxids} == {20034}
+    # 8 SXid lines of 3 switches, interleaved; the parts of one record join (same switch, one part
+    # each, link = engine instance): nvswitch1 [Fatal L48]; nvswitch0 [Fatal L63 + Data],
+    # [Fatal L62 + Severity 62]; nvswitch2 [Severity 60] (its Fatal line is not in the excerpt),
+    # [Fatal L37 + Severity 37]
+    assert sorted((e.attrs["nvswitch"], e.attrs.get("lines", 1)) for e in sxids) == [
+        ("nvidia-nvswitch0", 2), ("nvidia-nvswitch0", 2), ("nvidia-nvswitch1", 1), ("nvidia-nvswitch2", 1),
+        ("nvidia-nvswitch2", 2)]
+    assert {e.code for e in sxids} == {20034}
     assert {e.attrs.get("link") for e in sxids} >= {48, 63, 37, 62}
     assert all(e.severity == "fatal" for e in sxids)
 

@@ -41,9 +41,11 @@ class InventoryResolver:
                         self.nic_by_pci[(nid, _pci(str(c["pci_bus_id"])))] = f"{nid}/{c['name']}"
         self.jobs = {j["id"] for j in doc.get("jobs", [])}
         self.node_jobs: dict[str, set[str]] = {}
+        self.rank_gpus: dict[tuple[str, int], str] = {}
         for j in doc.get("jobs", []):
             for r in j.get("ranks", []):
                 self.node_jobs.setdefault(str(r["gpu"]).split("/")[0], set()).add(j["id"])
+                self.rank_gpus[(j["id"], int(r["rank"]))] = str(r["gpu"])
 
     @classmethod
     def load(cls, path: Path) -> InventoryResolver:
@@ -82,6 +84,13 @@ class InventoryResolver:
         if host is None or pci_bus_id is None:
             return None
         return self.nic_by_pci.get((host, _pci(pci_bus_id)))
+
+    def process_gpu(self, host: str | None, job: str | None, rank: int | None) -> str | None:
+        """A CUDA device index names the process's GPU: its rank's, else the node's only GPU."""
+        if job is not None and rank is not None and (job, rank) in self.rank_gpus:
+            return self.rank_gpus[(job, rank)]
+        gpus = [g for (node, _), g in self.by_index.items() if node == host]
+        return gpus[0] if len(gpus) == 1 else None
 
     def job(self, job_id: str, /) -> str | None:
         return job_id if job_id in self.jobs else None

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from suanli.errors import InputError
 from suanli.ingest import bulk_om, bulk_otlp
 from suanli.ingest.kineto import is_kineto_trace, read_kineto
+from suanli.ingest.log_time import for_ingest
 from suanli.ingest.logs import LogConfig, read_log
 from suanli.ingest.openmetrics import Batch, OpenMetricsConfig, read_openmetrics
 from suanli.ingest.otlp import OtlpConfig, read_otlp
@@ -63,6 +64,9 @@ def load_paths(paths: Sequence[Path], sink: Sink, progress: Progress | None = No
     plan = plan_paths(paths)
     inventory, text = _inventory(plan, sink)
     resolver = inventory.resolver if inventory is not None else None
+    if plan.logs:                       # boot times for raw dmesg, the zone of local-time stamps
+        cfg = replace(cfg, logs=for_ingest(cfg.logs, plan.metrics, resolver,
+                                                  inventory.timezone if inventory else None))
     total = IngestReport()
     files = plan.files()
     for i, (kind, path) in enumerate(files):

@@ -35,6 +35,8 @@ _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\
 _RAN_FOR = re.compile(r"\bran for (?P<ran>\d+) milliseconds")
 _WORK_FIELD = re.compile(r"(?P<k>SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))=(?P<v>[^,)\s]+)")
 _RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]|\[rank(?P<rank2>\d+)\]")
+_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (?P<seq>\d+)(?:, last enqueued NCCL work: (?P<enq>\d+), "
+                         r"last completed NCCL work: (?P<done>\d+))?")
 _WATCHDOG_WORK = re.compile(r"detected by watchdog at work: (?P<seq>\d+), last enqueued NCCL work: (?P<enq>\d+), "
                             r"last completed NCCL work: (?P<done>\d+)")
 _NCCL_WARN = re.compile(r"NCCL (?P<lvl>WARN|ERROR|ABORT)\b|ProcessGroupNCCL|detected by watchdog|ncclSystemError|ncclInternalError|"
@@ -56,6 +58,7 @@ _OOM_TOTAL = re.compile(r"(?:total capacity of|total capacty of|; )\s*(?P<n>[\d.
                         r"(?: total capacity)?")
 _OOM_FREE = re.compile(r"(?:of which |; )(?P<n>[\d.]+) ?(?P<unit>[KMGTP]i?B|bytes) (?:is )?free")
 _CUDA_ERR = re.compile(r"CUDA error: (?P<what>[^\n]+)")
+_CUDA_DEV = re.compile(r"current device: (?P<dev>\d+)")
 _CKPT = re.compile(r"(?P<what>saving checkpoint at iteration|successfully saved checkpoint (?:from|at) iteration|"
                    r"loading checkpoint from \S{0,300} at iteration|successfully loaded checkpoint from \S{0,300} at iteration)"
                    r"\s+(?P<it>\d+)(?: to (?P<path>\S+))?")
@@ -124,6 +127,7 @@ def _sxid(text: str) -> Classified | None:
         return None
     rest = m.group("text")
     attrs: dict[str, Any] = {"text": rest.strip(), "nvswitch": m.group("dev")}
+    rest = text[m.start("text"):]                  # all parts of an SXid printed over several lines
     link = re.search(r"\bLink (\d+)", rest)
     if link:
         attrs["link"] = int(link.group(1))
@@ -214,6 +218,12 @@ def _nccl(text: str) -> Classified | None:
         if ran:
             attrs["ran_for_ms"] = int(ran.group("ran"))
         return Classified("nccl_timeout", severity="fatal", rank=rank, attrs=attrs)
+    old = _TIMEOUT_AT.search(text)                 # the older wording of the same timeout
+    if old:
+        attrs = {"seq_num": int(old.group("seq"))}
+        if old.group("enq"):
+            attrs.update(last_enqueued=int(old.group("enq")), last_completed=int(old.group("done")))
+        return Classified("nccl_timeout", severity="fatal", rank=rank, attrs=attrs)
     if not _NCCL_WARN.search(text):
         return None
     attrs = {}
@@ -260,7 +270,9 @@ def _cuda_error(text: str) -> Classified | None:
         return None
     what = m.group("what").strip()
     sev = "fatal" if re.search(r"ECC|illegal|launch failure|Xid", what, re.I) else "warning"
-    return Classified("cuda_error", severity=sev, rank=_rank(text), attrs={"error": what})
+    dev = _CUDA_DEV.search(text)                   # a CUDA device index, as in OOM's "GPU N"
+    return Classified("cuda_error", severity=sev, gpu_index=int(dev.group("dev")) if dev else None,
+                      rank=_rank(text), attrs={"error": what})
 
 
 def _nic_link(text: str) -> Classified | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 __all__ = ["LogConfig"]
 
@@ -38,13 +39,35 @@ class LogConfig:
 
     assume_year: int | None = None
     """Year of spellings without one (syslog ``Mar 15 02:15:03``, PyTorch ``E0315``); None: the year
-    of the last full timestamp seen, else the current year."""
+    that puts the line nearest the previous placed line, else nearest ``reference_ts`` and not after
+    it (:meth:`suanli.ingest.log_time.Placer.year`)."""
+
+    reference_ts: float | None = None
+    """Anchor of the first yearless stamp of a stream (epoch seconds): the window's end when the
+    caller knows it; None: the file's modification time (``read_log``), else now."""
+
+    timezone: str | None = None
+    """IANA zone of stamps written in local time without a zone (``dmesg -T``, RFC 3164 syslog,
+    Fabric Manager, ISO without an offset, PyTorch): the inventory's ``timezone``; None: UTC."""
 
     boot_time_s: float | None = None
-    """Epoch seconds of the host's boot, to place dmesg/kmsg lines that carry seconds since boot."""
+    """Epoch seconds of the host's boot, to place dmesg/kmsg lines that carry seconds since boot, for
+    hosts that ``boot_times`` does not name."""
+
+    boot_times: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    """node id -> boot times from node-exporter's ``node_boot_time_seconds``
+    (:func:`suanli.ingest.log_time.boot_times_from_metrics`; key ``""``: any host)."""
+
+    max_unplaced_named: int = 10
+    """Records that cannot be placed in time named (``file:line: why``) in the report per stream; all
+    are counted in ``unresolved["log_time"]``."""
 
     default_host: str | None = None
     """Host of lines that name none (plain dmesg output of one machine)."""
+
+    sxid_join_s: float = 1.0
+    """The parts of one NVSwitch SXid (``Data {...}``, ``Fatal, Link N ...``, ``Severity S Engine
+    instance N ...``) join one record while they come within this of its first line."""
 
     traceback_join_s: float = 2.0
     """Time-stamped lines of the same process within this of a ``Traceback`` line join its record

@@ -18,9 +18,9 @@ from typing import Any
 from suanli.ingest.log_classify import Classified
 from suanli.ingest.log_config import LogConfig
 from suanli.ingest.log_head import Head
-from suanli.ingest.resolve import gpu_of, job_of, node_of
+from suanli.ingest.resolve import job_of, node_of
 from suanli.inventory import Resolver
-from suanli.inventory.model import gpu_id, rank_id
+from suanli.inventory.model import rank_id
 from suanli.inventory.normalize import PCI_IN_TEXT, normalise_pci
 
 __all__ = ["EntityMapper", "host_from_path"]
@@ -61,8 +61,9 @@ class EntityMapper:
             nic = self.resolver.nic(host=host, pci_bus_id=cls.pci) if self.resolver and host else None
             if nic is not None:
                 return "nic", nic
-        if kind in _GPU_KINDS and not (kind in _RANK_KINDS and job is not None and rank is not None):
-            gpu = self._gpu(cls, text, host, node, attrs)
+        if kind in _GPU_KINDS and (cls.gpu_index is not None
+                                   or not (kind in _RANK_KINDS and job is not None and rank is not None)):
+            gpu = self._gpu(cls, text, host, node, attrs, rank)
             if gpu is not None:
                 return "gpu", gpu
         if kind in _JOB_KINDS and job is not None:
@@ -75,7 +76,7 @@ class EntityMapper:
         return ("node", node) if node else (None, None)
 
     def _gpu(self, cls: Classified, text: str, host: str | None, node: str | None,
-             attrs: dict[str, Any]) -> str | None:
+             attrs: dict[str, Any], rank: int | None) -> str | None:
         gpu = None
         if cls.pci:
             attrs["pci_bus_id"] = normalise_pci(cls.pci) or cls.pci
@@ -85,7 +86,12 @@ class EntityMapper:
                 if gpu is not None:
                     attrs["entity_via"] = "downstream bus of the reporting port"
         elif cls.gpu_index is not None and node is not None:
-            return gpu_of(self.resolver, gpu_id(node, cls.gpu_index), host)
+            # "GPU N" / "current device: N" is the process's CUDA device index, not an inventory index
+            attrs["cuda_device"] = cls.gpu_index
+            gpu = self.resolver.process_gpu(host, attrs.get("job"), rank) if self.resolver else None
+            if gpu is not None:
+                attrs["entity_via"] = "the process's GPU: its rank's, else the node's only one"
+            return gpu
         if gpu is None and cls.kind in _LOOSE_KINDS:
             gpu = self._gpu_named(cls.pci, text, host)
             if gpu is not None:

@@ -10,11 +10,15 @@ One function, :func:`parse_head`, recognises the spellings found in real GPU-clu
 - ``dmesg``: ``[12345.678901] msg`` (seconds since boot), ``<6>[ 2.6] msg`` (with priority),
   ``[  +0.000844] msg`` (delta to the previous line), ``dmesg -T``: ``[Fri Aug 30 11:11:22 2024] msg``
 - ``/dev/kmsg``: ``6,3964,206764307,-;msg`` (microseconds since boot)
+- Talos ``talosctl dmesg``: ``172.20.1.2: kern:    info: [2021-11-10T10:09:37.662764956Z]: msg``
 - NVIDIA Fabric Manager: ``[Feb 25 2025 13:59:45] [INFO] [tid 1803] msg``
 - PyTorch / glog: ``[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] msg``,
   ``[E ProcessGroupNCCL.cpp:737] msg``
 - NCCL debug output: ``host:pid:tid [dev] NCCL WARN msg``
 - Kubernetes container logs (CRI): ``2026-03-15T02:15:03.123456789Z stdout F msg``
+
+Times are read as written: ``Head.local`` marks a wall-clock time without a zone, ``Head.yearless``
+a stamp completed with ``year``; :mod:`suanli.ingest.log_time` makes them absolute.
 
 A line none of these match has no head: it continues the record above (or, in a file that has
 no heads at all, stands on its own).
@@ -58,6 +62,8 @@ _HOST_IDENT = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*)\s+(?P<ident>[^\s:\[\]]+
 _IDENT = re.compile(r"^(?P<ident>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s?(?P<msg>.*)$")
 _CRI = re.compile(r"^(?P<stream>stdout|stderr) [FP] ")
 _INNER_UPTIME = re.compile(r"^\[\s*(?P<up>\d+\.\d+)\]\s?")
+_TALOS = re.compile(r"^(?P<addr>[\w.:-]+?): (?P<fac>[a-z]+):\s*(?P<lvl>[a-z]+): \[(?P<date>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)"
+                    r"T(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<frac>\d+))?(?P<tz>Z|z|[+-]\d\d:?\d\d)\]: ?(?P<msg>.*)$")
 
 
 @dataclass
@@ -73,6 +79,9 @@ class Head:
     delta_s: float | None = None
     rank: int | None = None
     level: str | None = None
+    local: bool = False            # a wall-clock time without a zone (read in the inventory's timezone)
+    yearless: bool = False         # the year was not written: ``ts`` is in the year given to parse_head
+    addr_host: bool = False        # ``host`` is a node address (Talos): the file's host is preferred
 
 
 def _epoch(y: int, mo: int, d: int, h: int, mi: int, s: int, frac: str | None, offset_s: float = 0.0) -> float:
@@ -116,7 +125,7 @@ def _journal(m: re.Match[str]) -> Head:
     frac = m.group("frac")
     msg = m.group("msg")
     head = Head(_iso_seconds(m) + (float("0." + frac) if frac else 0.0), msg, m.group("host"), m.group("ident"),
-                int(m.group("pid")) if m.group("pid") else None)
+                int(m.group("pid")) if m.group("pid") else None, local=m.group("tz") is None)
     if msg[:1] == "[":
         inner = _INNER_UPTIME.match(msg)
         if inner:
@@ -141,18 +150,24 @@ def _iso_seconds(m: re.Match[str]) -> float:
 def _iso(m: re.Match[str]) -> Head:
     frac = m.group("frac")
     ts = _iso_seconds(m) + (float("0." + frac) if frac else 0.0)
-    rest = m.group("rest")
+    rest, local = m.group("rest"), m.group("tz") is None
     cri = _CRI.match(rest)
     if cri:                                                    # kubelet / CRI container log
-        return Head(ts, rest[cri.end():], ident=cri.group("stream"))
+        return Head(ts, rest[cri.end():], ident=cri.group("stream"), local=local)
     first = rest.split(" ", 1)[0]
     if first.endswith(":") or first.startswith("["):          # dmesg --time-format iso: no host
-        head = Head(ts, rest)
+        head = Head(ts, rest, local=local)
         im = _IDENT.match(rest)
         if im and im.group("pid"):
             head.ident, head.pid = im.group("ident"), int(im.group("pid"))
         return head
-    return _host_ident(rest, Head(ts, rest))
+    return _host_ident(rest, Head(ts, rest, local=local))
+
+
+def _talos(m: re.Match[str]) -> Head:
+    frac = m.group("frac")
+    return Head(_iso_seconds(m) + (float("0." + frac) if frac else 0.0), m.group("msg"), m.group("addr"),
+                m.group("fac"), level=m.group("lvl"), addr_host=True)
 
 
 def parse_head(line: str, year: int) -> Head | None:
@@ -173,6 +188,10 @@ def parse_head(line: str, year: int) -> Head | None:
         m = _KMSG.match(text)
         if m:
             return Head(math.nan, m.group("msg"), uptime_s=int(m.group("usec")) / 1e6)
+    if "]: " in text:
+        tm = _TALOS.match(text)
+        if tm:
+            return _talos(tm)
     pm = _PRIO.match(text)
     if pm:
         text = text[pm.end():]
@@ -193,7 +212,7 @@ def _parse_timed(text: str, year: int) -> Head | None:
     if m:
         ts = _epoch(year, _MONTHS[m.group("mon")], int(m.group("d")), int(m.group("h")), int(m.group("mi")),
                     int(m.group("s")), m.group("frac"))
-        return _host_ident(m.group("rest"), Head(ts, m.group("rest")))
+        return _host_ident(m.group("rest"), Head(ts, m.group("rest"), local=True, yearless=True))
     return None
 
 
@@ -208,7 +227,7 @@ def _bracketed(text: str) -> Head | None:
     if m:
         ts = _epoch(int(m.group("y")), _MONTHS[m.group("mon")], int(m.group("d")), int(m.group("h")),
                     int(m.group("mi")), int(m.group("s")), None)
-        return Head(ts, m.group("rest"))
+        return Head(ts, m.group("rest"), local=True)
     return None
 
 
@@ -220,7 +239,8 @@ def _parse_untimed(text: str, year: int) -> Head | None:
             ts = _epoch(year, int(m.group("mo")), int(m.group("d")), int(m.group("h")), int(m.group("mi")),
                         int(m.group("s")), (m.group("frac") or "")[:6] or None)
         return Head(ts, m.group("rest"), pid=int(m.group("pid")) if m.group("pid") else None,
-                    rank=int(m.group("rank")) if m.group("rank") else None, level=m.group("lvl"))
+                    rank=int(m.group("rank")) if m.group("rank") else None, level=m.group("lvl"),
+                    local=True, yearless=True)
     m = _NCCL.match(text)
     if m:
         return Head(math.nan, m.group("rest"), host=m.group("host"), pid=int(m.group("pid")),

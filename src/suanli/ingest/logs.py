@@ -1,28 +1,24 @@
 """Kernel, driver and trainer log lines -> :class:`~suanli.ingest.records.Event` (spec/telemetry.md, "Log lines").
 
-A line with a head (a timestamp, a dmesg/kmsg prefix, a PyTorch or NCCL prefix: see
-:mod:`suanli.ingest.log_head`) starts a record; a line without one continues the record above
-(a Python traceback, a multi-line NCCL or NVRM dump is one event). In a file with no heads at all
-each line is a record, indented lines and tracebacks continuing it. Records are recognised
+Lines become records in :mod:`suanli.ingest.log_records` (a line with a head starts one, a line
+without continues it; tracebacks, split CUDA errors, C++ frames and NVSwitch SXid parts are joined),
+placed in time by :mod:`suanli.ingest.log_time`. Records are recognised
 (:mod:`suanli.ingest.log_classify`), mapped to the entity at fault (Xid / AER / OOM to the GPU when
 the inventory resolves it, else the node; NCCL to the job's rank when known), and repeated
 identical events are collapsed into one with a ``count`` (:mod:`suanli.ingest.log_collapse`).
 
 Nothing here raises on bad input: undecodable bytes are replaced, a record that cannot be placed
-in time gets the time of the record before it (NaN when there is none) and is counted in
-``report.unresolved["log_time"]``.
+in time keeps NaN (never the time of a neighbour), is counted in ``report.unresolved["log_time"]``
+and, for the first ``LogConfig.max_unplaced_named``, named in ``report.reasons`` (``file:line: not
+placed in time (why)``). One NCCL timeout is counted per (rank, collective sequence number).
 """
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
 import io
 import math
-import re
-import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,7 +27,8 @@ from suanli.ingest.log_classify import Classified, add_aer_detail, classify, col
 from suanli.ingest.log_collapse import Collapser
 from suanli.ingest.log_config import LogConfig
 from suanli.ingest.log_entities import EntityMapper, host_from_path
-from suanli.ingest.log_head import Head, parse_head
+from suanli.ingest.log_records import Record, RecordAssembler
+from suanli.ingest.log_time import Placer
 from suanli.ingest.records import Event, IngestReport
 from suanli.ingest.xid import sxid_info, xid_info
 from suanli.inventory import Resolver
@@ -39,122 +36,39 @@ from suanli.inventory import Resolver
 __all__ = ["LogConfig", "parse_log_lines", "read_log"]
 
 
-_RANK_PREFIX = re.compile(r"^\s?\[rank\d+\]:\s?")
-
-
-def _body(message: str) -> str:
-    """A message without torchrun's ``[rankN]:`` prefix (indentation after it kept)."""
-    m = _RANK_PREFIX.match(message)
-    return message[m.end():] if m else message
-
-
-@dataclass
-class _Record:
-    head: Head | None
-    lineno: int
-    ts: float
-    own_time: bool
-    lines: list[str]
-    dropped: int = 0
-    traceback_open: bool = False
-
-
 class _LogParser:
-    """One stream: assembles records, builds events, merges AER details, collapses repeats."""
+    """One stream: records (:mod:`suanli.ingest.log_records`) -> events; merges AER details,
+    counts one NCCL timeout per (rank, sequence number), collapses repeats."""
 
     def __init__(self, source: str, resolver: Resolver | None, report: IngestReport, config: LogConfig) -> None:
         self.source, self.report, self.config = source, report, config
         self.collapser = Collapser(config.collapse_gap_s, config.max_pending)
-        self.year = config.assume_year or time.gmtime().tm_year
-        self.year_span: tuple[float, float] = (0.0, 0.0)
-        self.last_ts = math.nan
-        self.seen_head = False
-        self.rec: _Record | None = None
+        self.records_in = RecordAssembler(config, Placer(config))
         self.fast: dict[tuple[object, ...], tuple[tuple[str | None, str | None, str, int | None, str, str], bool]] = {}
         self.ids = EntityMapper(resolver, config, on_new_job=self.fast.clear)
         self.held_aer: dict[str | None, Event] = {}
         self.off_bus: dict[tuple[str | None, str], float] = {}
-        self.lines_read = 0
+        self.timeouts: dict[tuple[object, ...], str] = {}
         self.records = 0
+        self.unplaced = 0
 
-    # -- lines -> records ------------------------------------------------------------------
     def feed(self, lineno: int, line: str) -> list[Event]:
-        line = line.rstrip("\r\n")
-        self.lines_read += 1
-        head = parse_head(line, self.year)
-        if head is not None and self._joins_traceback(head):
-            return []
-        if head is not None:
-            out = self._finish()
-            self._start(head, lineno)
-            return out
-        if not line.strip():
-            return [] if self.seen_head else self._finish()
-        rec = self.rec
-        indented = line[:1].isspace()
-        if rec is not None and (self.seen_head or indented or rec.traceback_open):
-            if len(rec.lines) < self.config.max_record_lines:
-                rec.lines.append(line.rstrip())
-            else:
-                rec.dropped += 1
-            if rec.traceback_open and not (indented or _body(line)[:1].isspace()):
-                rec.traceback_open = False
-            return []
-        out = self._finish()
-        self.rec = _Record(None, lineno, self.last_ts, False, [line.strip()],
-                           traceback_open=line.startswith("Traceback"))
+        out: list[Event] = []
+        for rec in self.records_in.feed(lineno, line):
+            out.extend(self._finish(rec))
         return out
 
-    def _start(self, head: Head, lineno: int) -> None:
-        self.seen_head = True
-        ts, own = head.ts, math.isfinite(head.ts)
-        if not own and head.uptime_s is not None and self.config.boot_time_s is not None:
-            ts, own = self.config.boot_time_s + head.uptime_s, True
-        elif not own and head.delta_s is not None and math.isfinite(self.last_ts):
-            ts, own = self.last_ts + head.delta_s, True
-        if own:
-            self.last_ts = ts
-            if self.config.assume_year is None and not self.year_span[0] <= ts < self.year_span[1]:
-                self._set_year(ts)
-        else:
-            ts = self.last_ts
-        msg = head.message.strip()
-        self.rec = _Record(head, lineno, ts, own, [msg], traceback_open=_body(msg).startswith("Traceback"))
+    def _unplaced(self, rec: Record) -> None:
+        """Count a record that has no time, and name the first ones (``file:line: why``)."""
+        self.report.add_unresolved("log_time")
+        self.unplaced += 1
+        if self.unplaced <= self.config.max_unplaced_named:
+            self.report.reasons.append(f"{self.source}:{rec.lineno}: not placed in time ({rec.why})")
 
-    def _joins_traceback(self, head: Head) -> bool:
-        """journald stamps every line of a traceback: lines of the same process right after a
-        ``Traceback`` line stay in its record, up to and including the exception line."""
-        rec = self.rec
-        if rec is None or not rec.traceback_open or rec.head is None:
-            return False
-        first = rec.head
-        if (first.host, first.ident, first.pid) != (head.host, head.ident, head.pid):
-            return False
-        if head.ts - rec.ts > self.config.traceback_join_s:        # NaN times: joined
-            return False
-        body = _body(head.message)
-        if len(rec.lines) < self.config.max_record_lines:
-            rec.lines.append(head.message.rstrip())
-        else:
-            rec.dropped += 1
-        if body.strip() and not body[:1].isspace():
-            rec.traceback_open = False
-        return True
-
-    def _set_year(self, ts: float) -> None:
-        """The year of the last full timestamp, for spellings without one."""
-        if not 0 <= ts < 253402300800:
-            return
-        self.year = time.gmtime(ts).tm_year
-        self.year_span = (calendar.timegm((self.year, 1, 1, 0, 0, 0)), calendar.timegm((self.year + 1, 1, 1, 0, 0, 0)))
-
-    def _finish(self) -> list[Event]:
-        rec, self.rec = self.rec, None
-        if rec is None:
-            return []
+    def _finish(self, rec: Record) -> list[Event]:
         self.records += 1
-        if not rec.own_time:
-            self.report.add_unresolved("log_time")
+        if not rec.placed:
+            self._unplaced(rec)
         fkey = self._fast_key(rec)
         if fkey is not None and fkey in self.fast:
             key, unresolved = self.fast[fkey]
@@ -173,7 +87,7 @@ class _LogParser:
             self.fast[fkey] = (self.collapser.key_of(ev), unresolved)
         return out
 
-    def _fast_key(self, rec: _Record) -> tuple[object, ...] | None:
+    def _fast_key(self, rec: Record) -> tuple[object, ...] | None:
         """What a one-line record must share with an earlier one to be a repeat of its event
         (the same head and message but the volatile parts): repeats skip classification."""
         head = rec.head
@@ -182,23 +96,28 @@ class _LogParser:
         return head.host, head.ident, head.pid, head.rank, head.level, collapse_text(rec.lines[0])
 
     def close(self) -> list[Event]:
-        out = self._finish()
+        out: list[Event] = []
+        for rec in self.records_in.close():
+            out.extend(self._finish(rec))
+        if self.unplaced > self.config.max_unplaced_named:
+            self.report.reasons.append(f"{self.source}: {self.unplaced - self.config.max_unplaced_named} more "
+                                       "record(s) not placed in time")
         for ev in list(self.held_aer.values()):
             out.extend(self.collapser.push(ev))
         self.held_aer.clear()
         out.extend(self.collapser.flush())
-        self.report.add("log_lines", self.lines_read)
+        self.report.add("log_lines", self.records_in.lines_read)
         self.report.add("log_records", self.records)
         return out
 
     # -- records -> events -----------------------------------------------------------------
-    def _event(self, rec: _Record) -> Event:
+    def _event(self, rec: Record) -> Event:
         text = "\n".join(rec.lines)
         if len(text) > self.config.max_message_chars:
             text = text[: self.config.max_message_chars]
-        cls = classify(text)
+        cls = Classified("other") if rec.frames_only else classify(text)
         head = rec.head
-        host = (head.host if head else None) or self.config.default_host
+        host = self.records_in.host(head)
         attrs: dict[str, Any] = dict(cls.attrs)
         if head is not None:
             attrs.update({k: v for k, v in (("ident", head.ident), ("pid", head.pid), ("uptime_s", head.uptime_s),
@@ -237,7 +156,7 @@ class _LogParser:
                 self.held_aer[ev.host] = self._merge_aer(held, ev)
                 return out
             out.extend(self.collapser.push(self.held_aer.pop(ev.host)))
-        ev = self._dedup_off_bus(ev)
+        ev = self._dedup_timeout(self._dedup_off_bus(ev))
         if ev.kind == "aer" and not detail_only:
             self.held_aer[ev.host] = ev
             return out
@@ -266,6 +185,21 @@ class _LogParser:
                          attrs=attrs)
         return ev
 
+    def _dedup_timeout(self, ev: Event) -> Event:
+        """One NCCL timeout per (job or host, rank, collective sequence number): a later record of
+        the same timeout (the ``what():`` of the terminate, the older "Timeout at NCCL work: N"
+        line) is kept as kind ``other`` with ``duplicate_of``."""
+        seq = ev.attrs.get("seq_num")
+        if ev.kind != "nccl_timeout" or seq is None:
+            return ev
+        key = (ev.attrs.get("job") or ev.host, ev.attrs.get("rank"), seq)
+        first = self.timeouts.get(key)
+        if first is None:
+            self.timeouts[key] = ev.source
+            return ev
+        attrs = {**ev.attrs, "duplicate_of": f"nccl_timeout {first}"}
+        return dataclasses.replace(ev, kind="other", severity=None, attrs=attrs)
+
 
 def parse_log_lines(lines: Iterable[str], source: str, resolver: Resolver | None, report: IngestReport,
                     config: LogConfig | None = None) -> Iterator[Event]:
@@ -288,6 +222,13 @@ def _bounded_lines(fh: TextIO, limit: int) -> Iterator[str]:
     return iter(lambda: fh.readline(limit), "")
 
 
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
 def read_log(path: Path, resolver: Resolver | None, report: IngestReport,
              config: LogConfig | None = None) -> Iterator[Event]:
     """Events of a log file (UTF-8, bad bytes replaced; gzip-compressed files are decompressed).
@@ -297,6 +238,8 @@ def read_log(path: Path, resolver: Resolver | None, report: IngestReport,
     """
     path = Path(path)
     config = config or LogConfig()
+    if config.reference_ts is None:
+        config = dataclasses.replace(config, reference_ts=_mtime(path))
     if config.default_host is None and resolver is not None:
         host = host_from_path(path, resolver)
         if host is not None:

@@ -49,6 +49,7 @@ class Inventory:
     jobs: dict[str, Job]
     source: str = "inventory.yaml"
     extra: dict[str, object] = field(default_factory=dict)
+    timezone: str | None = None                  # IANA zone of local-time log stamps; None: UTC
     nodes: dict[str, Node] = field(init=False)
     gpus: dict[str, Gpu] = field(init=False)
     nics: dict[str, Nic] = field(init=False)

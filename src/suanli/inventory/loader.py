@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
@@ -24,7 +25,7 @@ from suanli.inventory.normalize import mac_key
 __all__ = ["load_inventory", "parse_inventory"]
 
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_TOP_KEYS = {"cluster", "currency", "gpu_models", "racks", "switches", "links", "storage", "jobs"}
+_TOP_KEYS = {"cluster", "currency", "timezone", "gpu_models", "racks", "switches", "links", "storage", "jobs"}
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -59,6 +60,7 @@ def parse_inventory(text: str, source: str = "inventory.yaml") -> Inventory:
         rd.fail((), "expected a YAML mapping with cluster, racks, switches, jobs at the top")
     cluster = rd.req_text(doc, "cluster", ())
     currency = rd.text_of(doc, "currency", ()) or "USD"
+    timezone = _timezone(rd, doc)
     gpu_models = _gpu_models(rd, doc)
     switches = _switches(rd, doc)
     storage = _storage(rd, doc)
@@ -74,7 +76,19 @@ def parse_inventory(text: str, source: str = "inventory.yaml") -> Inventory:
     extra = {k: v for k, v in doc.items() if k not in _TOP_KEYS}
     return Inventory(cluster=cluster, currency=currency, gpu_models=gpu_models, racks=racks,
                      switches=switches, links=links, storage=storage, jobs=jobs, source=source,
-                     extra=extra)
+                     extra=extra, timezone=timezone)
+
+
+def _timezone(rd: Reader, doc: Mapping[str, Any]) -> str | None:
+    """The optional IANA zone of log lines written in local time (spec/inventory.md)."""
+    name = rd.text_of(doc, "timezone", ())
+    if name is None:
+        return None
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        rd.fail(("timezone",), f"unknown IANA time zone {name!r} (e.g. UTC, Asia/Shanghai)")
+    return name
 
 
 def _gpu_models(rd: Reader, doc: Mapping[str, Any]) -> dict[str, GpuModelSpec]:

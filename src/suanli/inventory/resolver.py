@@ -253,6 +253,18 @@ class Resolver:
         """The kind of a canonical id (:meth:`Inventory.kind_of`)."""
         return self._inv.kind_of(entity_id)
 
+    def process_gpu(self, host: str | None, job: str | None, rank: int | None) -> str | None:
+        """The GPU a process's CUDA device is (a device index is not an inventory index): the GPU
+        the inventory gives the job's rank, else the node's only GPU, else None."""
+        jid = self.job(job)
+        if jid is not None and rank is not None:
+            for rk in self._inv.jobs[jid].ranks:
+                if rk.rank == rank:
+                    return rk.gpu
+        node = self.node(host)
+        gpus = self._inv.nodes[node].gpus if node is not None else ()
+        return gpus[0].id if len(gpus) == 1 else None
+
     def rank(self, job: str | None, rank: int | str | None) -> str | None:
         """``job/rankN`` for a known job and a rank >= 0 (listed in the file or not)."""
         jid = self.job(job)

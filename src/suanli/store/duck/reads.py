@@ -218,14 +218,15 @@ class DuckReads:
 
     def time_range(self) -> tuple[float, float] | None:
         """Earliest and latest timestamp of samples, spans and events. Timestamps ingest rejected
-        as out of range are not data and do not stretch it (``suanli check`` lists the rejects)."""
+        as out of range are not data and do not stretch it (``suanli check`` lists the rejects),
+        nor do log records that could not be placed in time (NaN)."""
         with self.lock:
             self.flush()
             rows = self.con.execute(
                 "SELECT min(lo), max(hi) FROM ("
                 "SELECT min(ts) lo, max(ts) hi FROM samples WHERE isfinite(ts) UNION ALL "
                 "SELECT min(start_s), max(end_s) FROM spans UNION ALL "
-                "SELECT min(ts), max(coalesce(last_ts, ts)) FROM events)").fetchall()
+                "SELECT min(ts), max(coalesce(last_ts, ts)) FROM events WHERE isfinite(ts))").fetchall()
         if not rows or rows[0][0] is None:
             return None
         return float(rows[0][0]), float(rows[0][1])
