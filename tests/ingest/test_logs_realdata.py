@@ -145,9 +145,14 @@ def test_nccl_watchdog_timeouts(name: str, ranks: list[int], op: str, timeout_ms
 
 def test_nccl_stale_rank_and_mixed_optypes() -> None:
     events, _ = _read("nccl", "pytorch-118369-watchdog-stale-rank.log")
-    # lines 3 and 4 are identical (SeqNum=96125): one event counted twice
-    assert [(e.attrs["seq_num"], e.count) for e in events] == [(96120, 1), (96117, 1), (96125, 2), (64088, 1)]
-    assert events[0].attrs["ran_for_ms"] == 25_624_887
+    # lines 3 and 4 are identical (Rank 0, SeqNum=96125): one timeout, line 4 its duplicate (issue 12:
+    # one timeout per (rank, sequence number), however many lines report it)
+    timeouts = [e for e in events if e.kind == "nccl_timeout"]
+    assert [(e.attrs["seq_num"], e.count) for e in timeouts] == [(96120, 1), (96117, 1), (96125, 1), (64088, 1)]
+    dup = [e for e in events if e.kind != "nccl_timeout"]
+    assert [(e.kind, e.source, e.attrs["duplicate_of"]) for e in dup] == [
+        ("other", "pytorch-118369-watchdog-stale-rank.log:4", "nccl_timeout pytorch-118369-watchdog-stale-rank.log:3")]
+    assert timeouts[0].attrs["ran_for_ms"] == 25_624_887
     mixed, _ = _read("nccl", "nccl-1409-watchdog-mixed-optypes.log")
     assert [(e.kind, e.attrs.get("op_type"), e.attrs.get("rank")) for e in mixed] == [
         ("nccl_timeout", "BROADCAST", 7), ("nccl_warn", None, 7), ("nccl_timeout", "ALLREDUCE", 3)]

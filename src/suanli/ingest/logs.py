@@ -80,7 +80,8 @@ class _LogParser:
                 return ready
         ev = self._event(rec)
         out = self._route(ev)
-        if fkey is not None and ev.kind != "aer" and not ev.attrs.get("inferred") and ev.host not in self.held_aer:
+        if (fkey is not None and ev.kind not in ("aer", "nccl_timeout") and not ev.attrs.get("inferred")
+                and ev.host not in self.held_aer):          # a repeated timeout line is a duplicate, not a count
             if len(self.fast) > 50_000:
                 self.fast.clear()
             unresolved = ev.entity_id is None or bool(ev.host and self.ids.node(ev.host) is None)
