@@ -126,7 +126,7 @@ class RecordAssembler:
         ts, why = self.placer.place(head, host)
         out.extend(self._expire(ts))
         msg = head.message.strip()
-        sx = _SXID_PART.search(msg)
+        sx = _SXID_PART.search(msg) if "SXid" in msg else None
         if sx is not None:
             out.extend(self._sxid(head, lineno, ts, why, msg, sx))
             return out
@@ -151,7 +151,7 @@ class RecordAssembler:
         first = rec.head
         if (first.host, first.ident, first.pid) != (head.host, head.ident, head.pid):
             return False
-        if head.ts - rec.ts > self.config.traceback_join_s:        # NaN times: joined
+        if head.ts - first.ts > self.config.traceback_join_s:      # as written (same zone); NaN: joined
             return False
         text = body(head.message)
         if rec.traceback_open:

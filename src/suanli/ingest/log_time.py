@@ -92,15 +92,17 @@ class Placer:
         self.anchor = config.reference_ts if config.reference_ts is not None else time.time()
         self.last = math.nan
         self.boots = {host: sorted(set(times)) for host, times in config.boot_times.items()}
+        self._offsets: dict[int, float] = {}           # zone offset per quarter hour of wall time
+        self._shift: tuple[float, float] | None = None  # last yearless stamp: (as parsed, placed)
 
     def place(self, head: Head, host: str | None) -> tuple[float, str | None]:
         """Epoch seconds of the head, or NaN and why it cannot be placed."""
         if math.isfinite(head.ts):
             ts = head.ts
             if head.yearless and self.config.assume_year is None:
-                ts = self.year(ts)
-            if head.local:
-                ts = _local_to_utc(ts, self.tz)
+                ts = self._year_cached(ts)
+            if head.local and self.tz is not None:
+                ts = self._local(ts)
         elif head.uptime_s is not None:
             boot = self.boot(host)
             if boot is None:
@@ -116,6 +118,25 @@ class Placer:
             return math.nan, "an impossible date"
         self.last = ts
         return ts, None
+
+    def _local(self, naive_epoch: float) -> float:
+        """:func:`_local_to_utc` with the zone's offset cached per quarter hour (zones change
+        offset on quarter hours), for logs of millions of lines."""
+        key = int(naive_epoch // 900)
+        off = self._offsets.get(key)
+        if off is None:
+            if len(self._offsets) > 4096:
+                self._offsets.clear()
+            off = self._offsets[key] = naive_epoch - _local_to_utc(naive_epoch, self.tz)
+        return naive_epoch - off
+
+    def _year_cached(self, naive_epoch: float) -> float:
+        """:meth:`year`, reusing the last choice for a stamp within a day of the last one."""
+        if self._shift is not None and abs(naive_epoch - self._shift[0]) < 86_400:
+            return naive_epoch + (self._shift[1] - self._shift[0])
+        got = self.year(naive_epoch)
+        self._shift = (naive_epoch, got)
+        return got
 
     def year(self, naive_epoch: float) -> float:
         """A yearless stamp in the year that puts it nearest its reference: the previous placed line
