@@ -43,7 +43,10 @@ def _inventory(folder: Path, extra: str = "", gpus: int = 1) -> Path:
     return path
 
 
-E2E = shared_path("realdata", "third-party", "metrics", "node_exporter-e2e-output.txt")
+def _e2e() -> Path:
+    return shared_path("realdata", "third-party", "metrics", "node_exporter-e2e-output.txt")
+
+
 BOOT = 1418183276.0             # node_exporter-e2e-output.txt line 750: node_boot_time_seconds 1.418183276e+09
 
 
@@ -127,12 +130,12 @@ def test_syslog_year_rolls_over_at_new_year() -> None:
 
 def test_boot_time_is_read_from_node_exporter_output() -> None:
     # the e2e fixture names no host (no instance label): it is the boot time of "any host"
-    assert boot_times_from_metrics([E2E], None) == {"": [BOOT]}
+    assert boot_times_from_metrics([_e2e()], None) == {"": [BOOT]}
 
 
 def test_raw_dmesg_placed_by_node_boot_time_seconds() -> None:
     store = DuckStore(None)
-    report = load_paths([E2E, _third("nvtrust-124-sxid22013-three-line-records.log")], store)
+    report = load_paths([_e2e(), _third("nvtrust-124-sxid22013-three-line-records.log")], store)
     assert report.unresolved.get("log_time") is None
     sx = store.events(kinds=["sxid"])
     # records start at lines 2, 5, 8: "[   38.175561]", "[   38.183583]", "[   38.191863]"
