@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from suanli.inventory.model import gpu_id
+
 __all__ = ["EntityIndex"]
 
 
@@ -48,7 +50,7 @@ class EntityIndex:
         gpu_nic: dict[str, str] = {}
         for nic in inv.nics.values():
             if nic.gpu is not None:
-                gpu_nic.setdefault(f"{nic.node}/gpu{nic.gpu}", nic.id)
+                gpu_nic.setdefault(gpu_id(nic.node, nic.gpu), nic.id)
         if topo is not None and hasattr(topo, "nic_for_gpu"):
             for g in inv.gpus:
                 n = topo.nic_for_gpu(g)
