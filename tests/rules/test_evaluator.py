@@ -150,3 +150,27 @@ def test_any_mode_and_sudden_increase() -> None:
     # at 3630: 3345..3630: 255 + 3000 = 3255 over 285 s -> 11.4/s > 10 * 1.0 and > 1: fires at 3630
     assert [(a.entity_id, a.fired_at) for a in alerts] == [("node-a/mlx5_0", 3630)]
     assert alerts[0].value == pytest.approx(3255 / 285, rel=1e-6)
+
+
+def test_held_only_rules_leave_idle_spares_alone() -> None:
+    # node-a/gpu0 is held by job-1, node-b/gpu0 is a spare; both read 0 % utilisation for 20 min.
+    # A held_only rule fires on the held GPU only; the same rule without it fires on both.
+    spare = "node-b/gpu0"
+    index = EntityIndex(gpus=[GPU, spare], nodes=["node-a", "node-b"], jobs=["job-1"],
+                        gpu_node={GPU: "node-a", spare: "node-b"}, job_gpus={"job-1": [GPU]})
+    ts = list(range(0, 1201, 15))
+    s = FakeStore()
+    for g in (GPU, spare):
+        s.add("DCGM_FI_DEV_GPU_UTIL", "gpu", g, ts, [0.0] * len(ts))
+    held = _rules(["gpu_util < 10 for 10m"], extra="    held_only: true\n")
+    assert {a.entity_id for a in Evaluator(parse_rules(held), index).run(s, 0, 1200) if a.fired_at} == {GPU}
+    every = _rules(["gpu_util < 10 for 10m"])
+    assert {a.entity_id for a in Evaluator(parse_rules(every), index).run(s, 0, 1200) if a.fired_at} == {GPU, spare}
+    assert index.held("node") == ["node-a"]
+
+
+@pytest.mark.parametrize(("scope", "value", "needle"), [("switch_port", "true", "applies to gpu and node"),
+                                                        ("gpu", "yes", "true or false")])
+def test_held_only_is_checked(scope: str, value: str, needle: str) -> None:
+    with pytest.raises(Exception, match=needle):
+        parse_rules(_rules(["gpu_util < 10 for 10m"], scope=scope, extra=f"    held_only: {value}\n"))

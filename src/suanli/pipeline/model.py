@@ -73,3 +73,6 @@ class Diagnosis:
     results: AnalysisResults
     analysis_errors: list[str] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
+    has_data: bool = True
+    """Whether any sample, span or event lies in the window (False: "no data in this window",
+    which is not "nothing is broken")."""

@@ -73,6 +73,15 @@ class EntityIndex:
         return {"gpu": self.gpus, "node": self.nodes, "nic": self.nics, "switch_port": self.ports,
                 "storage": self.storage, "job": self.jobs}.get(scope, [])
 
+    def held(self, scope: str) -> list[str]:
+        """The GPUs (``gpu``) or nodes (``node``) some job of the inventory holds: idle spares left out."""
+        gpus = sorted(self._gpu_jobs)
+        if scope == "gpu":
+            return gpus
+        if scope == "node":
+            return sorted({self.gpu_node[g] for g in gpus if g in self.gpu_node})
+        return list(self.of_scope(scope))
+
     def kind_of(self, entity: str) -> str | None:
         for scope in ("gpu", "nic", "node", "switch_port", "storage", "job"):
             if entity in self._sets()[scope]:

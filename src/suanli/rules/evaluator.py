@@ -83,7 +83,8 @@ class Evaluator:
     def __init__(self, ruleset: RuleSet, index: EntityIndex, config: RulesConfig | None = None) -> None:
         self.ruleset, self.index = ruleset, index
         self.config = config or RulesConfig()
-        self.states = [_RuleState.new(r, list(index.of_scope(r.scope))) for r in ruleset.rules]
+        self.states = [_RuleState.new(r, index.held(r.scope) if r.held_only else list(index.of_scope(r.scope)))
+                       for r in ruleset.rules]
         self.history: list[Alert] = []
         self.dropped_pending = 0
         self.last_eval_s: float | None = None
