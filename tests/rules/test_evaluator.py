@@ -8,6 +8,7 @@ import pytest
 from suanli.ingest.records import Event
 from suanli.rules import EntityIndex, Evaluator, parse_rules
 from suanli.rules.alerts import alerts_timeline
+from suanli.rules.evaluator import aligned_times
 from tests.rules.fakes import FakeStore
 
 GPU = "node-a/gpu0"
@@ -174,3 +175,19 @@ def test_held_only_rules_leave_idle_spares_alone() -> None:
 def test_held_only_is_checked(scope: str, value: str, needle: str) -> None:
     with pytest.raises(Exception, match=needle):
         parse_rules(_rules(["gpu_util < 10 for 10m"], scope=scope, extra=f"    held_only: {value}\n"))
+
+
+def test_evaluation_times_align_to_absolute_time() -> None:
+    # Samples every 10 s from t=1003 (over 85 from 1063). Evaluated every 15 s on multiples of 15
+    # since the epoch, the condition first holds at 1065 and the 1-minute 'for' is served at 1125,
+    # whether the window opens at 1000, 1001 or 1007 (steps counted from the start would fire at
+    # 1136 for 1001: pending at 1076; and 1127 for 1007: pending at 1067).
+    ts = [1003.0 + 10 * k for k in range(30)]
+    s = _temps(ts, [90.0 if t >= 1063 else 80.0 for t in ts])
+    fired = set()
+    for start in (1000.0, 1001.0, 1007.0):
+        _, alerts = _run(_rules(["gpu_temp > 85 for 1m"]), s, start, 1300)
+        fired |= {(a.active_at, a.fired_at) for a in alerts}
+    assert fired == {(1065.0, 1125.0)}
+    assert aligned_times(1001.0, 1046.0, 15.0).tolist() == [1005.0, 1020.0, 1035.0]
+    assert aligned_times(1005.0, 1005.0, 15.0).tolist() == [1005.0]
