@@ -94,3 +94,16 @@ def test_an_incident_without_jobs_or_evidence_still_reads(switch_port: Diagnosis
     text = _render(diag, 80)
     assert "gpu_thermal" in text and "root cause  gpu node-003/gpu2" in text and "jobs        -" in text
 
+
+
+def test_the_ingest_summary_keeps_rejects_out_of_the_loaded_column() -> None:
+    from suanli.ingest.records import IngestReport
+    from suanli.report.tables import ingest_table
+
+    rep = IngestReport(loaded={"samples": 1200, "spans": 40}, unresolved={"samples": 3}, rejected=7)
+    con = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    con.print(ingest_table(rep))
+    text = con.export_text()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines() if line.startswith("│")]
+    assert rows == [["samples", "1,200", "3"], ["spans", "40", "0"]]
+    assert "rejected: 7 line(s) that did not parse" in text

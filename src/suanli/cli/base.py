@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperArgument, TyperOption
 from rich.console import Console
 
 from suanli.errors import InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# rich_markup_mode=None: click's plain help ("--db PATH", "PATHS..."), not typer's rich panels that
+# print Python types ("<bool>", "<list[Path]>", "{paths}...") and read help text as markup.
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="suanli: the compute actuary for GPU training clusters.")
-rules_app = typer.Typer(no_args_is_help=True, help="Self-healing rules: check and export.")
+rules_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Self-healing rules: check and export.")
 app.add_typer(rules_app, name="rules")
 
 PIPE_WIDTH = 200
@@ -117,10 +120,38 @@ def _usage_line(exc: Exception) -> str | None:
     return f"error: {path}: {exc.format_message()} (see `{path} --help`)"
 
 
+def _metavar(param: Any) -> str:
+    desc = param.type_descriptor
+    if desc.is_choice:
+        return "[" + "|".join(str(c) for c in desc.choices or ()) + "]"
+    if desc.is_path:
+        return "PATH"
+    names = {int: "INTEGER", float: "NUMBER", bool: "BOOLEAN"}
+    return next((v for t, v in names.items() if desc.annotation is t), "TEXT")
+
+
+def plain_help(cmd: Any) -> Any:
+    """Help that reads like any Unix tool's (``--db FILE``-style ``PATH``/``TEXT``, ``PATHS...``),
+    not Python types (typer prints ``<bool>``, ``<list[Path]>`` and ``{paths}...``)."""
+    for param in cmd.params:
+        if isinstance(param, TyperArgument):
+            name = (param.metavar or param.name or "arg").upper()
+            shown = name + ("..." if param.nargs != 1 else "")
+            shown = shown if param.required else f"[{shown}]"
+            param.metavar = name
+            setattr(param, "display_type_rich", lambda ctx: None)
+            setattr(param, "_usage_display_name", lambda shown=shown: shown)
+        elif isinstance(param, TyperOption) and not param.is_flag and param.metavar is None:
+            param.metavar = _metavar(param)
+    for sub in getattr(cmd, "commands", {}).values():
+        plain_help(sub)
+    return cmd
+
+
 def main() -> None:
     """The console script. Usage errors are one line on stderr and exit 2, like bad input."""
     try:
-        code = app(standalone_mode=False)
+        code = plain_help(typer.main.get_command(app))(standalone_mode=False)
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(1)
