@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_DB", "app", "err", "main", "out", "progress_bar", "rules_app", "run_verb"]
 
+import functools
 import os
 import sys
 import traceback
@@ -14,8 +15,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperArgument, TyperOption
 from rich.console import Console
+from typer.core import TyperArgument, TyperOption
 
 from suanli.errors import InputError
 
@@ -120,6 +121,10 @@ def _usage_line(exc: Exception) -> str | None:
     return f"error: {path}: {exc.format_message()} (see `{path} --help`)"
 
 
+def _no_type(ctx: Any) -> None:
+    return None
+
+
 def _metavar(param: Any) -> str:
     desc = param.type_descriptor
     if desc.is_choice:
@@ -139,8 +144,8 @@ def plain_help(cmd: Any) -> Any:
             shown = name + ("..." if param.nargs != 1 else "")
             shown = shown if param.required else f"[{shown}]"
             param.metavar = name
-            setattr(param, "display_type_rich", lambda ctx: None)
-            setattr(param, "_usage_display_name", lambda shown=shown: shown)
+            param.display_type_rich = _no_type  # type: ignore[method-assign]
+            param._usage_display_name = functools.partial(str, shown)  # type: ignore[method-assign]
         elif isinstance(param, TyperOption) and not param.is_flag and param.metavar is None:
             param.metavar = _metavar(param)
     for sub in getattr(cmd, "commands", {}).values():
