@@ -45,3 +45,23 @@ def test_rca_refuses_before_reading_and_creates_nothing(tmp_path: Path) -> None:
 def test_diagnose_heatmap_suffix_is_checked_first(tmp_path: Path) -> None:
     res = invoke("diagnose", shared_path("scenarios", "healthy"), "--heatmap", tmp_path / "h.svg")
     assert_one_line_error(res.exit_code, res.stderr, "--heatmap", ".png")
+
+
+def test_one_progress_bar_for_the_load_reaches_its_total(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    import suanli.cli.base as base
+
+    buf = io.StringIO()
+    monkeypatch.setattr(base, "err", Console(file=buf, force_terminal=True, width=80))
+    with base.progress_bar(True) as update:
+        assert update is not None
+        update("metrics a.om", 0, 2)
+        update("traces b.jsonl", 1, 2)
+        update("done", 2, 2)
+    frames = [f for f in buf.getvalue().split("\r") if "━" in f]
+    # a single bar redrawn in place (never one bar per file), and its last frame is 2 of 2
+    assert all(f.count("━") == frames[-1].count("━") for f in frames)
+    assert "2/2" in frames[-1] and "done" in frames[-1]

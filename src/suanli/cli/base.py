@@ -76,13 +76,14 @@ def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[str, int, in
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    tasks: dict[str, Any] = {}
+    # One bar for the whole load: ``done`` of ``total`` files, the file being read as its label
+    # (a bar per file would show the overall count on each and never reach 100 %).
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("reading", total=1)
+
         def update(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = bar.add_task(label, total=max(total, 1))
-            bar.update(tasks[label], completed=done, total=max(total, 1))
+            bar.update(task, description=label, completed=done, total=max(total, 1))
 
         yield update
 
