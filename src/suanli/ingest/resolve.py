@@ -28,7 +28,9 @@ anything else with a host label           the node                         node
 ========================================  ===============================  ===========
 
 The host comes from the first of :data:`~suanli.inventory.normalize.HOST_LABELS` that names a
-node (``instance`` as ``node-001:9100``, a fully qualified name by its first label too). A
+node (``instance`` as ``node-001:9100``, a fully qualified name by its first label too; for
+node-exporter's ``node_*`` metrics not ``node``, a NUMA node there), else from a pod of the
+inventory named by ``Hostname``/``hostname``/``pod``. A
 ``pci_bus_id`` is matched exactly first, then in any PCI domain
 (:meth:`~suanli.inventory.Resolver.gpu_in_any_domain`), so that no later layer has to look at it again.
 
@@ -45,7 +47,13 @@ from suanli.ingest.records import SeriesKey
 from suanli.inventory import Resolver
 from suanli.inventory.normalize import GPU_INDEX_LABEL, HOST_LABELS, PCI_LABEL, UUID_LABELS
 
-__all__ = ["gpu_of", "host_of", "job_of", "node_of", "series_key"]
+__all__ = ["NODE_EXPORTER_PREFIX", "POD_HOST_LABELS", "gpu_of", "host_of", "job_of", "node_of", "series_key"]
+
+NODE_EXPORTER_PREFIX = "node_"
+"""node-exporter's metrics: their ``node`` label is a NUMA node."""
+POD_HOST_LABELS = ("Hostname", "hostname")
+"""dcgm-exporter's host label (``Hostname``, ``hostname`` from 2026): under Kubernetes it may hold
+the name of a pod, which the inventory's ranks place on a node."""
 
 _CANONICAL_GPU = re.compile(r"^[^/\s]+/gpu\d+$")
 
@@ -68,14 +76,22 @@ def gpu_of(resolver: Resolver | None, text: str, host: str | None = None) -> str
     return resolver.gpu_any(text, host)
 
 
-def host_of(labels: Mapping[str, str], resolver: Resolver) -> str | None:
-    """The node the host-like labels name (the first that resolves)."""
+def host_of(labels: Mapping[str, str], resolver: Resolver, metric: str = "") -> str | None:
+    """The node the host-like labels name (the first that resolves); else the node of the
+    inventory pod that dcgm-exporter's ``Hostname``/``hostname`` or the ``pod`` label names.
+
+    node-exporter's ``node`` label (``node_zoneinfo_*{node="0"}``) is a NUMA node, never a host."""
+    numa = metric.startswith(NODE_EXPORTER_PREFIX)
     for name in HOST_LABELS:
         text = labels.get(name)
-        if text:
+        if text and not (numa and name == "node"):
             node = resolver.node(text)
             if node:
                 return node
+    for name in (*POD_HOST_LABELS, "pod"):
+        node = resolver.node_of_pod(labels.get(name))
+        if node:
+            return node
     return None
 
 
@@ -106,7 +122,7 @@ def _one(kind: str, entity: str | None) -> Resolved:
 
 
 def _resolve(metric: str, labels: Mapping[str, str], resolver: Resolver) -> Resolved:
-    node = host_of(labels, resolver)
+    node = host_of(labels, resolver, metric)
     if metric.startswith("DCGM_"):
         gpu = _gpu(labels, resolver, node)
         if gpu:

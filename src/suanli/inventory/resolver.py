@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar, cast
 
-from suanli.inventory.model import EntityKind, nvswitch_id, rank_id
+from suanli.inventory.model import EntityKind, rank_id
 from suanli.inventory.normalize import host_candidates, mac_key, pci_key
 
 if TYPE_CHECKING:
