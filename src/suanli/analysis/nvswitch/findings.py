@@ -9,6 +9,7 @@ Severity is the record's own (``Fatal`` / ``Non-fatal``), else the SXid catalogu
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ def nvswitch_findings(sxids: Sequence[Event], nvlink: Sequence[Event], inventory
     by_root: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for ev in sxids:
         root = _root(ev, inventory)
-        if root is not None and ev.code is not None:
+        if root is not None and ev.code is not None and math.isfinite(ev.ts):     # unplaced records: no onset
             by_root[root].append(ev)
     findings: list[Finding] = []
     counts: dict[str, dict[str, float]] = {}
