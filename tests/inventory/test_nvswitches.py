@@ -75,3 +75,16 @@ def test_bad_entries_name_their_key_path(entry: str, message: str) -> None:
     with pytest.raises(InputError) as err:
         parse_inventory(text)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(("labels", "want"), [
+    ({"Hostname": "node-001", "nvswitch": "2"}, ("nvswitch", "node-001/nvswitch2")),
+    ({"Hostname": "node-001", "pci_bus_id": "00000000:84:00.0"}, ("nvswitch", "node-001/nvswitch0")),
+    ({"Hostname": "node-001", "gpu": "1", "pci_bus_id": "00000000:2A:00.0"}, ("gpu", "node-001/gpu1")),
+    ({"Hostname": "node-002", "nvswitch": "2"}, ("node", "node-002")),   # node-002 lists no switch: its node
+])
+def test_dcgm_series_of_a_switch_resolve_to_it(labels: dict[str, str], want: tuple[str | None, str | None]) -> None:
+    from suanli.ingest.resolve import series_key
+
+    key = series_key("DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT", labels, parse_inventory(_INV).resolver)
+    assert (key.entity_kind, key.entity_id) == want

@@ -11,6 +11,8 @@ metric / labels                           entity                           kind
 ========================================  ===============================  ===========
 ``DCGM_*``: ``UUID``; (host, ``gpu``);    the GPU                          gpu
 (host, ``pci_bus_id``)
+``DCGM_*`` with no GPU: (host,            the NVSwitch the node lists      nvswitch
+``nvswitch``); (host, ``pci_bus_id``)
 ``node_infiniband_*``: host + ``device``  the NIC                          nic
 ``suanli_switch_port_*``: ``switch`` +    the switch port                  switch_port
 ``port``
@@ -113,6 +115,15 @@ def _gpu(labels: Mapping[str, str], resolver: Resolver, node: str | None) -> str
     return _gpu_at(resolver, node, bus) if bus else None
 
 
+def _nvswitch(labels: Mapping[str, str], resolver: Resolver, node: str | None) -> str | None:
+    """An NVSwitch of the node: dcgm-exporter's ``nvswitch`` index label, else its ``pci_bus_id``."""
+    if node is None:
+        return None
+    index = labels.get("nvswitch")
+    device = f"nvswitch{index}" if index is not None and index.isdecimal() else None
+    return resolver.nvswitch(node, device=device, pci_bus_id=labels.get(PCI_LABEL))
+
+
 Resolved = tuple[str | None, str | None, str | None]          # kind, id, peer
 _NONE: Resolved = (None, None, None)
 
@@ -127,6 +138,9 @@ def _resolve(metric: str, labels: Mapping[str, str], resolver: Resolver) -> Reso
         gpu = _gpu(labels, resolver, node)
         if gpu:
             return "gpu", gpu, None
+        switch = _nvswitch(labels, resolver, node)
+        if switch:
+            return "nvswitch", switch, None
         has_gpu_ids = any(k in labels for k in (*UUID_LABELS, GPU_INDEX_LABEL, PCI_LABEL))
         return _one("node", node) if not has_gpu_ids else _NONE
     if metric.startswith("node_infiniband_"):
