@@ -1,9 +1,10 @@
 """Where a log record points: the GPU, NIC, job, rank or node a recognised record is about.
 
-Hardware records (Xid, SXid, AER, CUDA errors) go to the GPU at the PCI address they name (an
-AER of a bridge port to the GPU behind it; an Xid or AER whose address matches no GPU exactly to
-the node's one GPU at that address in another PCI domain, or at any address its text names), so
-that no later layer reads PCI text again. NCCL and CUDA errors of a known job go to the job's rank,
+Hardware records (Xid, AER, CUDA errors) go to the GPU at the PCI address they name (an AER of
+a bridge port to the GPU behind it, or to the GPU the device lines after a root port's report
+name; an Xid or AER whose address matches no GPU exactly to the node's one GPU at that address in
+another PCI domain, or at any address its text names), SXids to their NVSwitch, so that no later
+layer reads PCI text again. NCCL and CUDA errors of a known job go to the job's rank,
 job records (checkpoints, iterations) to the job, everything else to the node that wrote it.
 Without an inventory ids pass through where they are canonical (:mod:`suanli.ingest.resolve`).
 """
