@@ -20,6 +20,7 @@ from suanli.analysis.fabric import FabricConfig
 from suanli.analysis.health import HealthConfig
 from suanli.analysis.jobs import JobEventsConfig
 from suanli.analysis.ledger import LedgerConfig
+from suanli.analysis.nvswitch import NvSwitchConfig
 from suanli.incidents.correlate import CorrelationConfig
 from suanli.incidents.impact import ImpactConfig
 from suanli.incidents.tracker import TrackerConfig
@@ -72,6 +73,7 @@ class Config:
     health: HealthConfig = field(default_factory=HealthConfig)
     fabric: FabricConfig = field(default_factory=FabricConfig)
     job_events: JobEventsConfig = field(default_factory=JobEventsConfig)
+    nvswitch: NvSwitchConfig = field(default_factory=NvSwitchConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
     """The rule evaluator's settings (evaluation interval, lookback, rate windows)."""
     correlation: CorrelationConfig = field(default_factory=CorrelationConfig)

@@ -69,6 +69,10 @@ _ALL: tuple[MetricInfo, ...] = (
     _dcgm("DEV_PCIE_REPLAY_COUNTER", 202, "counter", "replays", "pcie_replay"),
     _dcgm("DEV_GPU_UTIL", 203, "gauge", "percent", "gpu_util"),
     _dcgm("DEV_XID_ERRORS", 230, "gauge", "code", "xid_last"),
+    # dcgm-exporter's own per-Xid series (no DCGM field: the exporter counts DCGM_FI_DEV_XID_ERRORS
+    # changes over its xid-count-window-size): one series per code in the err_code / xid label
+    MetricInfo("DCGM_EXP_XID_ERRORS_COUNT", "gauge", "errors", "gpu", _DCGM_LABELS),
+    MetricInfo("DCGM_FI_DEV_XID_ERRORS_ACTIVE", "gauge", "flag", "gpu", _DCGM_LABELS),
     _dcgm("DEV_FB_USED", 252, "gauge", "MiB", "fb_used"),
     _dcgm("DEV_ECC_SBE_VOL_TOTAL", 310, "counter", "errors", "sbe"),
     _dcgm("DEV_ECC_DBE_VOL_TOTAL", 311, "counter", "errors", "dbe"),

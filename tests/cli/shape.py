@@ -11,7 +11,7 @@ RFC3339_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 TAXONOMY: dict[str, set[str]] = {
     "gpu_memory_degradation": {"gpu"}, "gpu_memory_failure": {"gpu"}, "gpu_lost": {"gpu"},
     "gpu_thermal": {"gpu"}, "pcie_riser": {"gpu"}, "gpu_straggler": {"gpu"},
-    "nvlink_degradation": {"gpu"}, "switch_port_errors": {"switch_port"},
+    "nvlink_degradation": {"gpu"}, "nvswitch_fault": {"nvswitch", "node"}, "switch_port_errors": {"switch_port"},
     "optical_degradation": {"switch_port", "nic"}, "nic_down": {"nic"}, "storage_slow": {"storage"},
     "collective_hang": {"job"}, "oom": {"job"},
 }

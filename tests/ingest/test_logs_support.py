@@ -25,6 +25,7 @@ class InventoryResolver:
         self.by_index: dict[tuple[str, int], str] = {}
         self.by_pci: dict[tuple[str, str], str] = {}
         self.nic_by_pci: dict[tuple[str, str], str] = {}
+        self.nvswitches: dict[tuple[str, str], str] = {}
         for rack in doc.get("racks", []):
             for node in rack.get("nodes", []):
                 nid = node["id"]
@@ -36,6 +37,11 @@ class InventoryResolver:
                         self.by_uuid[g["uuid"]] = gid
                     if g.get("pci_bus_id"):
                         self.by_pci[(nid, _pci(str(g["pci_bus_id"])))] = gid
+                for w in node.get("nvswitches", []):
+                    wid = f"{nid}/nvswitch{w['index']}"
+                    self.nvswitches[(nid, f"nvidia-nvswitch{w['index']}")] = wid
+                    if w.get("pci_bus_id"):
+                        self.nvswitches[(nid, _pci(str(w["pci_bus_id"])))] = wid
                 for c in node.get("nics", []):
                     if c.get("pci_bus_id"):
                         self.nic_by_pci[(nid, _pci(str(c["pci_bus_id"])))] = f"{nid}/{c['name']}"
@@ -91,6 +97,11 @@ class InventoryResolver:
             return self.rank_gpus[(job, rank)]
         gpus = [g for (node, _), g in self.by_index.items() if node == host]
         return gpus[0] if len(gpus) == 1 else None
+
+    def nvswitch(self, host: str, device: str | None = None, pci_bus_id: str | None = None) -> str | None:
+        """An NVSwitch by its kernel device name (``nvidia-nvswitchN``), else its PCI address."""
+        by_dev = self.nvswitches.get((host, device or ""))
+        return by_dev or (self.nvswitches.get((host, _pci(pci_bus_id))) if pci_bus_id else None)
 
     def job(self, job_id: str, /) -> str | None:
         return job_id if job_id in self.jobs else None

@@ -74,7 +74,7 @@ def test_spans_pass_ingest_with_nothing_rejected_or_unresolved(folder: Path, tmp
     done = subprocess.run([SUANLI, "ingest", str(folder), "--db", str(tmp_path / "s.duckdb")],
                           check=True, capture_output=True, text=True, timeout=120)
     assert _cell(done.stdout, "spans") == ["spans", f"{len(spans):,}", "0"]
-    assert _cell(done.stdout, "rejected") == ["rejected", "0"]
+    assert "rejected: 0 line(s)" in done.stdout
     names = [s["name"] for s in spans]
     assert names.count("train_step") == 2 * STEPS and names.count("init") == 2
     assert names.count("checkpoint_save") == 2                  # rank 0, after steps 99 and 199

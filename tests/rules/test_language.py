@@ -74,7 +74,7 @@ BAD = [
     ("bad duration", GOOD.replace("5m", "5 minutes"), 6, "cannot parse condition|bad duration"),
     ("bad duration unit", GOOD.replace("5m", "5x"), 6, "bad duration '5x'"),
     ("unknown scope", GOOD.replace("scope: gpu", "scope: rack"), 3,
-     "unknown scope 'rack'; valid scopes: gpu, node, nic, switch_port, storage, job"),
+     "unknown scope 'rack'; valid scopes: gpu, node, nvswitch, nic, switch_port, storage, job"),
     ("unknown action", GOOD + "    actions: [reboot]\n", 7, "unknown action 'reboot'; valid actions: mark_degraded"),
     ("YAML syntax error", GOOD.replace("- name: r", "- name: [r"), 3, "YAML syntax error"),
     ("rate of a gauge", GOOD.replace("85 for 5m", "85/min"), 6, "gauge"),

@@ -66,6 +66,12 @@ _TABLE: tuple[CategoryPolicy, ...] = (
                    ("retire_gpu", "reschedule_job"), Confidence(0.9, 0.9)),
     CategoryPolicy("gpu_lost", ("gpu",), frozenset({"collective_hang", "gpu_straggler"}),
                    ("drain_node", "reschedule_job", "open_ticket"), Confidence(0.95, 0.7)),
+    # a broken NVSwitch cuts the NVLink of every GPU of its node: their NVLink findings, the slow
+    # ranks and the hung collectives behind them are its symptoms (Fabric Manager guide DU-09883-001:
+    # a fatal SXid needs the switch and its GPUs reset, i.e. the node out of service).
+    CategoryPolicy("nvswitch_fault", ("nvswitch", "node"),
+                   frozenset({"nvlink_degradation", "gpu_straggler", "collective_hang"}),
+                   ("drain_node", "reschedule_job", "open_ticket"), Confidence(0.9, 0.6)),
     CategoryPolicy("oom", ("job",), frozenset(), ("notify",), Confidence(0.9, 0.9), never_folded=True),
     CategoryPolicy("nic_down", ("nic",), frozenset({"collective_hang"}), ("drain_node", "reschedule_job"),
                    Confidence(0.85, 0.85)),
@@ -90,7 +96,7 @@ CATEGORY_ORDER: tuple[str, ...] = tuple(p.name for p in _TABLE)
 """Most specific first: when two categories land on one entity, the earlier names the fault."""
 CATEGORIES: tuple[str, ...] = (
     "gpu_memory_degradation", "gpu_memory_failure", "gpu_lost", "gpu_thermal", "pcie_riser",
-    "gpu_straggler", "nvlink_degradation", "switch_port_errors", "optical_degradation",
+    "gpu_straggler", "nvlink_degradation", "nvswitch_fault", "switch_port_errors", "optical_degradation",
     "nic_down", "storage_slow", "collective_hang", "oom",
 )
 """The categories in the order of spec/diagnosis.md's taxonomy table."""

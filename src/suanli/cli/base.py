@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_DB", "app", "err", "main", "out", "progress_bar", "rules_app", "run_verb"]
 
+import functools
 import os
 import sys
 import traceback
@@ -15,12 +16,15 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperArgument, TyperOption
 
 from suanli.errors import InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# rich_markup_mode=None: click's plain help ("--db PATH", "PATHS..."), not typer's rich panels that
+# print Python types ("<bool>", "<list[Path]>", "{paths}...") and read help text as markup.
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="suanli: the compute actuary for GPU training clusters.")
-rules_app = typer.Typer(no_args_is_help=True, help="Self-healing rules: check and export.")
+rules_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Self-healing rules: check and export.")
 app.add_typer(rules_app, name="rules")
 
 PIPE_WIDTH = 200
@@ -34,8 +38,10 @@ def _out_width() -> int | None:
     return PIPE_WIDTH
 
 
-out = Console(soft_wrap=True, width=_out_width())
-err = Console(stderr=True, soft_wrap=True)
+# markup=False, emoji=False: text from telemetry is printed as typed: "[red]" in a label is not a
+# colour, ":AB:" in a PCI bus id and ":fire:" in a label are not emoji. (No output uses markup.)
+out = Console(soft_wrap=True, width=_out_width(), markup=False, emoji=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)
 _state: dict[str, bool] = {"debug": False}
 
 DEFAULT_DB = Path("suanli.duckdb")
@@ -70,13 +76,14 @@ def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[str, int, in
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    tasks: dict[str, Any] = {}
+    # One bar for the whole load: ``done`` of ``total`` files, the file being read as its label
+    # (a bar per file would show the overall count on each and never reach 100 %).
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("reading", total=1)
+
         def update(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = bar.add_task(label, total=max(total, 1))
-            bar.update(tasks[label], completed=done, total=max(total, 1))
+            bar.update(task, description=label, completed=done, total=max(total, 1))
 
         yield update
 
@@ -115,10 +122,42 @@ def _usage_line(exc: Exception) -> str | None:
     return f"error: {path}: {exc.format_message()} (see `{path} --help`)"
 
 
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def _metavar(param: Any) -> str:
+    desc = param.type_descriptor
+    if desc.is_choice:
+        return "[" + "|".join(str(c) for c in desc.choices or ()) + "]"
+    if desc.is_path:
+        return "PATH"
+    names = {int: "INTEGER", float: "NUMBER", bool: "BOOLEAN"}
+    return next((v for t, v in names.items() if desc.annotation is t), "TEXT")
+
+
+def plain_help(cmd: Any) -> Any:
+    """Help that reads like any Unix tool's (``--db FILE``-style ``PATH``/``TEXT``, ``PATHS...``),
+    not Python types (typer prints ``<bool>``, ``<list[Path]>`` and ``{paths}...``)."""
+    for param in cmd.params:
+        if isinstance(param, TyperArgument):
+            name = (param.metavar or param.name or "arg").upper()
+            shown = name + ("..." if param.nargs != 1 else "")
+            shown = shown if param.required else f"[{shown}]"
+            param.metavar = name
+            param.display_type_rich = _no_type  # type: ignore[method-assign]
+            param._usage_display_name = functools.partial(str, shown)  # type: ignore[method-assign]
+        elif isinstance(param, TyperOption) and not param.is_flag and param.metavar is None:
+            param.metavar = _metavar(param)
+    for sub in getattr(cmd, "commands", {}).values():
+        plain_help(sub)
+    return cmd
+
+
 def main() -> None:
     """The console script. Usage errors are one line on stderr and exit 2, like bad input."""
     try:
-        code = app(standalone_mode=False)
+        code = plain_help(typer.main.get_command(app))(standalone_mode=False)
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(1)

@@ -21,6 +21,11 @@ _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>" + _PCI + r")\): (?P<code>\d+)
 _XID_PID = re.compile(r"^pid=(?P<pid>'?[^,\s]*'?),\s*(?:name=(?P<name>[^,]*),\s*)?")
 _SXID = re.compile(r"(?P<dev>nvidia-nvswitch\d+)?:?\s*SXid \((?:PCI:)?(?P<pci>" + _PCI + r")\): (?P<code>\d+),\s*"
                    r"(?P<text>.*)")
+_SXID_FIELDS = (("link", re.compile(r"\bLink (\d+)")), ("sxid_severity", re.compile(r"\bSeverity (\d+)")),
+                ("engine_instance", re.compile(r"\bEngine instance (\d+)")),
+                ("data", re.compile(r"\bData \{([^}]*)\}")))
+_XID_CAUSE = re.compile(r"caused by previous Xid (?P<code>\d+)")
+_FATAL = re.compile(r"(?<![\w-])Fatal\b")
 _OFF_BUS = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?(?:PCI:)?(?P<pci>" + _PCI + r")[\s\S]{0,400}?fallen off the bus")
 _AER_HEAD = re.compile(r"AER: (?P<multi>Multiple )?(?P<sev>Corrected|Correctable|Uncorrected \((?:Non-Fatal|Fatal)\)"
                        r"|Uncorrectable(?: \((?:Non-Fatal|Fatal)\))?) error(?: message)? received(?: from)?:?\s*"
@@ -28,7 +33,7 @@ _AER_HEAD = re.compile(r"AER: (?P<multi>Multiple )?(?P<sev>Corrected|Correctable
 _AER_BUS = re.compile(r"PCIe Bus Error: severity=(?P<sev>[^,]+), type=(?P<type>[^,]+)(?:, \((?P<agent>[^)]+)\))?")
 _AER_DEV = re.compile(r"device \[(?P<vendor>[0-9a-f]{4}):(?P<device>[0-9a-f]{4})\] error status/mask="
                       r"(?P<status>[0-9a-f]+)/(?P<mask>[0-9a-f]+)")
-_AER_BIT = re.compile(r"^\s*\[\s*(?P<bit>\d+)\]\s+(?P<name>\w+)")
+_AER_BIT = re.compile(r"^\s*\[\s*(?P<bit>\d+)\]\s+(?P<name>\S+(?: \S+)*?)[ \t]*(?:\((?P<first>First)\))?[ \t]*(?=\n|$)")
 _AER_SUPPRESSED = re.compile(r"AER: (?P<n>\d+) (?P<sev>Correctable|Uncorrectable|Uncorrected) errors? suppressed")
 _DEV_PREFIX = re.compile(r"^(?P<drv>[\w-]+) (?P<pci>" + _PCI + r"): ")
 _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\((?P<work>[^\n]{0,600})")
@@ -118,21 +123,35 @@ def _xid(text: str) -> Classified | None:
             attrs["process"] = pm.group("name").strip()
         rest = rest[pm.end():]
     attrs["text"] = rest.strip()
-    return Classified("xid", int(m.group("code")), pci=m.group("pci"), attrs=attrs)
+    cause = _XID_CAUSE.search(rest)
+    if cause:
+        attrs["caused_by_xid"] = int(cause.group("code"))      # Xid 45 "caused by previous Xid N"
+    sev = "fatal" if _FATAL.search(rest) else None             # "Fatal" in the text: at least fatal
+    return Classified("xid", int(m.group("code")), severity=sev, pci=m.group("pci"), attrs=attrs)
 
 
 def _sxid(text: str) -> Classified | None:
+    """An SXid record; NVSwitch prints one over several lines (the ``Fatal``/``Non-fatal`` line with
+    the link, ``Severity N Engine instance N``, ``Data {...}``): every line of the same switch and
+    code in the record adds its part."""
     m = _SXID.search(text)
     if m is None:
         return None
-    rest = m.group("text")
-    attrs: dict[str, Any] = {"text": rest.strip(), "nvswitch": m.group("dev")}
-    rest = text[m.start("text"):]                  # all parts of an SXid printed over several lines
-    link = re.search(r"\bLink (\d+)", rest)
-    if link:
-        attrs["link"] = int(link.group(1))
-    sev = "fatal" if re.search(r"\bFatal\b", rest) else ("warning" if re.search(r"Non-?fatal", rest, re.I) else None)
-    return Classified("sxid", int(m.group("code")), severity=sev, pci=m.group("pci"), attrs=attrs)
+    code, dev = int(m.group("code")), m.group("dev")
+    parts = [p.group("text").strip() for p in _SXID.finditer(text)
+             if int(p.group("code")) == code and p.group("dev") == dev]
+    attrs: dict[str, Any] = {"text": next((p for p in parts if not p.startswith(("Data", "Severity"))), parts[0]),
+                             "nvswitch": dev}
+    body = "\n".join(parts)
+    for key, rx in _SXID_FIELDS:
+        f = rx.search(body)
+        if f:
+            attrs[key] = f.group(1) if key == "data" else int(f.group(1))
+    if "link" not in attrs and "engine_instance" in attrs:
+        attrs["link"] = attrs["engine_instance"]          # the link's engine: its instance is the link
+    sev = "fatal" if re.search(r"(?<!Non-)\bFatal\b", body) else (
+        "warning" if re.search(r"Non-?fatal", body, re.I) else None)
+    return Classified("sxid", code, severity=sev, pci=m.group("pci"), attrs=attrs)
 
 
 def _off_bus(text: str) -> Classified | None:
@@ -150,6 +169,7 @@ def _aer(text: str) -> Classified | None:
     out = Classified("aer")
     if dev:
         out.attrs["reporter"] = dev.group("pci")
+        out.attrs["reporter_driver"] = dev.group("drv")
         out.pci = dev.group("pci")
     head = _AER_HEAD.search(text)
     if head:
@@ -194,6 +214,8 @@ def add_aer_detail(out: Classified, text: str) -> bool:
         bit = _AER_BIT.match(body)
         if bit:
             out.attrs.setdefault("errors", []).append(bit.group("name"))
+            if bit.group("first"):
+                out.attrs["first_error"] = bit.group("name")
             found = True
     return found
 

@@ -1,15 +1,17 @@
 """Where a log record points: the GPU, NIC, job, rank or node a recognised record is about.
 
-Hardware records (Xid, SXid, AER, CUDA errors) go to the GPU at the PCI address they name (an
-AER of a bridge port to the GPU behind it; an Xid or AER whose address matches no GPU exactly to
-the node's one GPU at that address in another PCI domain, or at any address its text names), so
-that no later layer reads PCI text again. NCCL and CUDA errors of a known job go to the job's rank,
+Hardware records (Xid, AER, CUDA errors) go to the GPU at the PCI address they name (an AER of
+a bridge port to the GPU behind it, or to the GPU the device lines after a root port's report
+name; an Xid or AER whose address matches no GPU exactly to the node's one GPU at that address in
+another PCI domain, or at any address its text names), SXids to their NVSwitch, so that no later
+layer reads PCI text again. NCCL and CUDA errors of a known job go to the job's rank,
 job records (checkpoints, iterations) to the job, everything else to the node that wrote it.
 Without an inventory ids pass through where they are canonical (:mod:`suanli.ingest.resolve`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 from suanli.ingest.log_classify import Classified
 from suanli.ingest.log_config import LogConfig
 from suanli.ingest.log_head import Head
+from suanli.ingest.records import Event
 from suanli.ingest.resolve import job_of, node_of
 from suanli.inventory import Resolver
 from suanli.inventory.model import rank_id
@@ -25,12 +28,15 @@ from suanli.inventory.normalize import PCI_IN_TEXT, normalise_pci
 
 __all__ = ["EntityMapper", "host_from_path"]
 
-_GPU_KINDS = frozenset({"xid", "aer", "cuda_oom", "cuda_error", "sxid"})
+_GPU_KINDS = frozenset({"xid", "aer", "cuda_oom", "cuda_error"})
 _LOOSE_KINDS = frozenset({"xid", "aer"})
 _JOB_KINDS = frozenset({"nccl_warn", "nccl_timeout", "checkpoint", "iteration", "cuda_oom", "cuda_error",
                         "restart"})
 _RANK_KINDS = frozenset({"nccl_warn", "nccl_timeout", "cuda_oom", "cuda_error"})
 _PCI_TEXT = re.compile(PCI_IN_TEXT)
+DEVICE_LINES_S = 5.0
+"""A device's AER lines (``nvidia 0000:03:00.0: AER: can't recover``) this soon after its port's
+report name the device behind the port."""
 
 Placed = tuple[str | None, str | None]          # entity kind, entity id
 
@@ -43,6 +49,8 @@ class EntityMapper:
         self.resolver, self.config, self.on_new_job = resolver, config, on_new_job
         self.pid_jobs: dict[tuple[str | None, int], str] = {}
         self.node_job: dict[str, str | None] = {}
+        self.port_gpu: dict[tuple[str | None, str], str] = {}
+        """(host, PCI port) -> the GPU behind it, learnt from the device lines after its AER report."""
 
     def node(self, host: str) -> str | None:
         return node_of(self.resolver, host)
@@ -61,6 +69,8 @@ class EntityMapper:
             nic = self.resolver.nic(host=host, pci_bus_id=cls.pci) if self.resolver and host else None
             if nic is not None:
                 return "nic", nic
+        if kind == "sxid":
+            return self._nvswitch(cls, host, node, attrs)
         if kind in _GPU_KINDS and (cls.gpu_index is not None
                                    or not (kind in _RANK_KINDS and job is not None and rank is not None)):
             gpu = self._gpu(cls, text, host, node, attrs, rank)
@@ -75,12 +85,28 @@ class EntityMapper:
                 return "node", other
         return ("node", node) if node else (None, None)
 
+    def _nvswitch(self, cls: Classified, host: str | None, node: str | None, attrs: dict[str, Any]) -> Placed:
+        """An SXid's switch (by the ``nvidia-nvswitchN`` device name, else its PCI address); the
+        node when the inventory does not list the node's switches (spec/diagnosis.md)."""
+        if cls.pci:
+            attrs["pci_bus_id"] = normalise_pci(cls.pci) or cls.pci
+        dev = cls.attrs.get("nvswitch")
+        found = self.resolver.nvswitch(host, device=dev if isinstance(dev, str) else None,
+                                       pci_bus_id=cls.pci) if self.resolver and host else None
+        if found is not None:
+            return "nvswitch", found
+        return ("node", node) if node else (None, None)
+
     def _gpu(self, cls: Classified, text: str, host: str | None, node: str | None,
              attrs: dict[str, Any], rank: int | None) -> str | None:
         gpu = None
         if cls.pci:
             attrs["pci_bus_id"] = normalise_pci(cls.pci) or cls.pci
             gpu = self._gpu_at(cls.pci, host)
+            learnt = self.port_gpu.get((host, normalise_pci(str(attrs.get("reporter") or cls.pci)) or ""))
+            if gpu is None and cls.kind == "aer" and learnt is not None:
+                attrs["entity_via"] = "the device line after an earlier report of this port"
+                return learnt
             if gpu is None and cls.kind == "aer" and self.config.aer_downstream_bus:
                 gpu = self._downstream_gpu(attrs.get("reporter") or cls.pci, host)
                 if gpu is not None:
@@ -97,6 +123,22 @@ class EntityMapper:
             if gpu is not None:
                 attrs["entity_via"] = "a PCI address in the record, any domain"
         return gpu
+
+    def behind_port(self, report: Event, following: Event) -> Event:
+        """An AER that a PCIe port reported about itself (a Surprise Down, a completion timeout)
+        belongs to the GPU behind the port: the GPU the device lines right after it name (``nvidia
+        0000:03:00.0: AER: can't recover`` on the same host). The port is remembered, so its later
+        records (``Root Port link has been reset``) go to that GPU too."""
+        port = normalise_pci(str(report.attrs.get("reporter") or ""))
+        if (report.kind != "aer" or following.kind != "aer" or report.entity_kind == "gpu" or port is None
+                or report.attrs.get("reporter_driver") != "pcieport"
+                or following.attrs.get("reporter_driver") in (None, "pcieport")
+                or following.entity_kind != "gpu" or following.entity_id is None or following.host != report.host
+                or following.ts - report.ts > DEVICE_LINES_S):           # NaN times: close
+            return report
+        self.port_gpu[(report.host, port)] = following.entity_id
+        attrs = {**report.attrs, "entity_via": f"the device line after the port's report ({following.source})"}
+        return dataclasses.replace(report, entity_kind="gpu", entity_id=following.entity_id, attrs=attrs)
 
     def _gpu_at(self, pci: str, host: str | None) -> str | None:
         """The GPU at exactly this PCI address on the host."""

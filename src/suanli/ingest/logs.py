@@ -133,7 +133,7 @@ class _LogParser:
         severity, code = cls.severity, cls.code
         if cls.kind == "xid" and code is not None:
             info = xid_info(code)
-            severity = info.severity
+            severity = cls.severity or info.severity        # "Fatal" in the text raises it
             attrs.update(xid_name=info.mnemonic, action=info.recommended_action)
         elif cls.kind == "sxid" and code is not None:
             info = sxid_info(code)
@@ -156,7 +156,7 @@ class _LogParser:
             if ev.kind == "aer" and detail_only and same_port and close:
                 self.held_aer[ev.host] = self._merge_aer(held, ev)
                 return out
-            out.extend(self.collapser.push(self.held_aer.pop(ev.host)))
+            out.extend(self.collapser.push(self.ids.behind_port(self.held_aer.pop(ev.host), ev)))
         ev = self._dedup_timeout(self._dedup_off_bus(ev))
         if ev.kind == "aer" and not detail_only:
             self.held_aer[ev.host] = ev

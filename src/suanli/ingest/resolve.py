@@ -11,6 +11,8 @@ metric / labels                           entity                           kind
 ========================================  ===============================  ===========
 ``DCGM_*``: ``UUID``; (host, ``gpu``);    the GPU                          gpu
 (host, ``pci_bus_id``)
+``DCGM_*`` with no GPU: (host,            the NVSwitch the node lists      nvswitch
+``nvswitch``); (host, ``pci_bus_id``)
 ``node_infiniband_*``: host + ``device``  the NIC                          nic
 ``suanli_switch_port_*``: ``switch`` +    the switch port                  switch_port
 ``port``
@@ -28,7 +30,9 @@ anything else with a host label           the node                         node
 ========================================  ===============================  ===========
 
 The host comes from the first of :data:`~suanli.inventory.normalize.HOST_LABELS` that names a
-node (``instance`` as ``node-001:9100``, a fully qualified name by its first label too). A
+node (``instance`` as ``node-001:9100``, a fully qualified name by its first label too; for
+node-exporter's ``node_*`` metrics not ``node``, a NUMA node there), else from a pod of the
+inventory named by ``Hostname``/``hostname``/``pod``. A
 ``pci_bus_id`` is matched exactly first, then in any PCI domain
 (:meth:`~suanli.inventory.Resolver.gpu_in_any_domain`), so that no later layer has to look at it again.
 
@@ -45,7 +49,13 @@ from suanli.ingest.records import SeriesKey
 from suanli.inventory import Resolver
 from suanli.inventory.normalize import GPU_INDEX_LABEL, HOST_LABELS, PCI_LABEL, UUID_LABELS
 
-__all__ = ["gpu_of", "host_of", "job_of", "node_of", "series_key"]
+__all__ = ["NODE_EXPORTER_PREFIX", "POD_HOST_LABELS", "gpu_of", "host_of", "job_of", "node_of", "series_key"]
+
+NODE_EXPORTER_PREFIX = "node_"
+"""node-exporter's metrics: their ``node`` label is a NUMA node."""
+POD_HOST_LABELS = ("Hostname", "hostname")
+"""dcgm-exporter's host label (``Hostname``, ``hostname`` from 2026): under Kubernetes it may hold
+the name of a pod, which the inventory's ranks place on a node."""
 
 _CANONICAL_GPU = re.compile(r"^[^/\s]+/gpu\d+$")
 
@@ -68,14 +78,22 @@ def gpu_of(resolver: Resolver | None, text: str, host: str | None = None) -> str
     return resolver.gpu_any(text, host)
 
 
-def host_of(labels: Mapping[str, str], resolver: Resolver) -> str | None:
-    """The node the host-like labels name (the first that resolves)."""
+def host_of(labels: Mapping[str, str], resolver: Resolver, metric: str = "") -> str | None:
+    """The node the host-like labels name (the first that resolves); else the node of the
+    inventory pod that dcgm-exporter's ``Hostname``/``hostname`` or the ``pod`` label names.
+
+    node-exporter's ``node`` label (``node_zoneinfo_*{node="0"}``) is a NUMA node, never a host."""
+    numa = metric.startswith(NODE_EXPORTER_PREFIX)
     for name in HOST_LABELS:
         text = labels.get(name)
-        if text:
+        if text and not (numa and name == "node"):
             node = resolver.node(text)
             if node:
                 return node
+    for name in (*POD_HOST_LABELS, "pod"):
+        node = resolver.node_of_pod(labels.get(name))
+        if node:
+            return node
     return None
 
 
@@ -97,6 +115,15 @@ def _gpu(labels: Mapping[str, str], resolver: Resolver, node: str | None) -> str
     return _gpu_at(resolver, node, bus) if bus else None
 
 
+def _nvswitch(labels: Mapping[str, str], resolver: Resolver, node: str | None) -> str | None:
+    """An NVSwitch of the node: dcgm-exporter's ``nvswitch`` index label, else its ``pci_bus_id``."""
+    if node is None:
+        return None
+    index = labels.get("nvswitch")
+    device = f"nvswitch{index}" if index is not None and index.isdecimal() else None
+    return resolver.nvswitch(node, device=device, pci_bus_id=labels.get(PCI_LABEL))
+
+
 Resolved = tuple[str | None, str | None, str | None]          # kind, id, peer
 _NONE: Resolved = (None, None, None)
 
@@ -106,11 +133,14 @@ def _one(kind: str, entity: str | None) -> Resolved:
 
 
 def _resolve(metric: str, labels: Mapping[str, str], resolver: Resolver) -> Resolved:
-    node = host_of(labels, resolver)
+    node = host_of(labels, resolver, metric)
     if metric.startswith("DCGM_"):
         gpu = _gpu(labels, resolver, node)
         if gpu:
             return "gpu", gpu, None
+        switch = _nvswitch(labels, resolver, node)
+        if switch:
+            return "nvswitch", switch, None
         has_gpu_ids = any(k in labels for k in (*UUID_LABELS, GPU_INDEX_LABEL, PCI_LABEL))
         return _one("node", node) if not has_gpu_ids else _NONE
     if metric.startswith("node_infiniband_"):

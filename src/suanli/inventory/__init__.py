@@ -19,6 +19,7 @@ from suanli.inventory.model import (
     ModelShape,
     Nic,
     Node,
+    NvSwitch,
     Rack,
     Rank,
     Storage,
@@ -26,6 +27,7 @@ from suanli.inventory.model import (
     gpu_id,
     link_id,
     nic_id,
+    nvswitch_id,
     rank_id,
 )
 from suanli.inventory.normalize import mac_key, normalise_pci, pci_key
@@ -45,6 +47,7 @@ __all__ = [
     "ModelShape",
     "Nic",
     "Node",
+    "NvSwitch",
     "Rack",
     "Rank",
     "Resolver",
@@ -58,6 +61,7 @@ __all__ = [
     "megatron_groups",
     "nic_id",
     "normalise_pci",
+    "nvswitch_id",
     "parse_inventory",
     "pci_key",
     "rank_id",

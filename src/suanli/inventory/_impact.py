@@ -41,7 +41,8 @@ def _of_nodes(topo: Topology, nodes: set[str]) -> set[str]:
     inv = topo.inv
     gpus = {g.id for n in nodes for g in inv.nodes[n].gpus}
     nics = {c.id for n in nodes for c in inv.nodes[n].nics}
-    return nodes | nics | _of_gpus(topo, gpus)
+    nvswitches = {w.id for n in nodes for w in inv.nodes[n].nvswitches}
+    return nodes | nics | nvswitches | _of_gpus(topo, gpus)
 
 
 def _of_fabric(topo: Topology, entities: set[str]) -> set[str]:
@@ -69,6 +70,12 @@ def _rack(topo: Topology, rack_id: str) -> set[str]:
         if sw.rack == rack_id:
             out |= {sw.id} | _switch(topo, sw.id)
     return out
+
+
+def _nvswitch(topo: Topology, nvswitch_id: str) -> set[str]:
+    """Every GPU of the switch's node (NVLink goes through each chip), their ranks and jobs."""
+    inv = topo.inv
+    return _of_gpus(topo, {g.id for g in inv.nodes[inv.nvswitches[nvswitch_id].node].gpus})
 
 
 def _nic(topo: Topology, nic_id: str) -> set[str]:
@@ -117,6 +124,7 @@ def _cluster(topo: Topology, _: str) -> set[str]:
 
 _BY_KIND: dict[str, Callable[[Topology, str], set[str]]] = {
     "pdu": _pdu, "rack": _rack, "node": lambda t, e: _of_nodes(t, {e}), "gpu": lambda t, e: _of_gpus(t, {e}),
+    "nvswitch": _nvswitch,
     "nic": _nic, "switch_port": _port, "link": _link, "switch": _switch, "storage": _storage, "pod": _pod,
     "rank": lambda t, e: _upwards(t, {e}, set()), "job": _job, "cluster": _cluster,
 }

@@ -17,6 +17,7 @@ from suanli.inventory.model import (
     Link,
     Nic,
     Node,
+    NvSwitch,
     Rack,
     Storage,
     Switch,
@@ -53,6 +54,7 @@ class Inventory:
     nodes: dict[str, Node] = field(init=False)
     gpus: dict[str, Gpu] = field(init=False)
     nics: dict[str, Nic] = field(init=False)
+    nvswitches: dict[str, NvSwitch] = field(init=False)
     ports: set[str] = field(init=False)
     slas: set[str] = field(init=False)
     pdus: set[str] = field(init=False)
@@ -64,6 +66,7 @@ class Inventory:
         self.nodes = {n.id: n for r in self.racks for n in r.nodes}
         self.gpus = {g.id: g for n in self.nodes.values() for g in n.gpus}
         self.nics = {c.id: c for n in self.nodes.values() for c in n.nics}
+        self.nvswitches = {w.id: w for n in self.nodes.values() for w in n.nvswitches}
         self.links_by_id = {lk.id: lk for lk in self.links}
         self.ports = {c.switch_port for c in self.nics.values() if c.switch_port}
         self.ports.update(p for lk in self.links for p in (lk.a, lk.b))
@@ -74,7 +77,7 @@ class Inventory:
         groups: list[tuple[EntityKind, Iterable[str]]] = [
             ("pdu", self.pdus), ("sla", self.slas), ("pod", self.pods), ("storage", self.storage),
             ("switch_port", self.ports), ("link", self.links_by_id), ("switch", self.switches),
-            ("nic", self.nics), ("gpu", self.gpus), ("node", self.nodes),
+            ("nic", self.nics), ("nvswitch", self.nvswitches), ("gpu", self.gpus), ("node", self.nodes),
             ("rack", {r.id: r for r in self.racks}), ("job", self.jobs),
         ]
         for kind, ids in groups:

@@ -40,6 +40,10 @@ def physical(inv: Inventory) -> nx.DiGraph:
             for gpu in node.gpus:
                 g.add_node(gpu.id, kind="gpu", index=gpu.index, uuid=gpu.uuid)
                 g.add_edge(node.id, gpu.id)
+            for chip in node.nvswitches:            # every GPU of the node talks NVLink through each chip
+                g.add_node(chip.id, kind="nvswitch", index=chip.index)
+                g.add_edge(node.id, chip.id)
+                g.add_edges_from((chip.id, gpu.id) for gpu in node.gpus)
             for nic in node.nics:
                 g.add_node(nic.id, kind="nic")
                 g.add_edge(node.id, nic.id)

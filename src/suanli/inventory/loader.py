@@ -19,8 +19,21 @@ from suanli.inventory._fields import KeyPath, Reader
 from suanli.inventory._jobs import parse_jobs
 from suanli.inventory.catalog import Inventory
 from suanli.inventory.gpus import PRECISION_KEYS, merge_spec
-from suanli.inventory.model import Gpu, GpuModelSpec, Link, Nic, Node, Rack, Storage, Switch, gpu_id, nic_id
-from suanli.inventory.normalize import mac_key
+from suanli.inventory.model import (
+    Gpu,
+    GpuModelSpec,
+    Link,
+    Nic,
+    Node,
+    NvSwitch,
+    Rack,
+    Storage,
+    Switch,
+    gpu_id,
+    nic_id,
+    nvswitch_id,
+)
+from suanli.inventory.normalize import mac_key, pci_key
 
 __all__ = ["load_inventory", "parse_inventory"]
 
@@ -206,7 +219,31 @@ def _node(rd: Reader, raw: Any, path: KeyPath, rack: str, switches: dict[str, Sw
         gidx = rd.integer(nobj, "gpu", npath, minimum=0)
         nics.append(Nic(id=nic_id(nid, name), node=nid, name=name, mac=mac, gpu=gidx, switch_port=port,
                         pci_bus_id=rd.text_of(nobj, "pci_bus_id", npath)))
-    return Node(id=nid, rack=rack, gpus=gpus, nics=tuple(nics))
+    return Node(id=nid, rack=rack, gpus=gpus, nics=tuple(nics), nvswitches=_nvswitches(rd, obj, path, nid))
+
+
+def _nvswitches(rd: Reader, obj: Mapping[str, Any], path: KeyPath, nid: str) -> tuple[NvSwitch, ...]:
+    """The node's optional ``nvswitches`` list: an index each (``nvidia-nvswitchN``), a PCI bus id
+    where known; both unique on the node."""
+    out: list[NvSwitch] = []
+    indexes: set[int] = set()
+    addresses: set[str] = set()
+    for k, raw in enumerate(rd.seq(obj, "nvswitches", path)):
+        spath: KeyPath = (*path, "nvswitches", k)
+        sobj = rd.mapping(raw, spath)
+        index = rd.integer(sobj, "index", spath, required=True, minimum=0)
+        assert index is not None
+        if index in indexes:
+            rd.fail((*spath, "index"), f"duplicate nvswitch index {index} on {nid}")
+        indexes.add(index)
+        pci = rd.text_of(sobj, "pci_bus_id", spath)
+        if pci is not None:
+            key = pci_key(pci)
+            if key is None:
+                rd.fail((*spath, "pci_bus_id"), f"not a PCI bus id: {pci!r}")
+            _unique(rd, addresses, str(key), (*spath, "pci_bus_id"), "nvswitch pci_bus_id")
+        out.append(NvSwitch(id=nvswitch_id(nid, index), node=nid, index=index, pci_bus_id=pci))
+    return tuple(out)
 
 
 def _gpus(rd: Reader, obj: Mapping[str, Any], path: KeyPath, nid: str,

@@ -1,7 +1,7 @@
 """The entities of inventory.yaml (spec/inventory.md) as immutable-ish value types.
 
 Canonical ids (spec/inventory.md, "Canonical entity ids"):
-rack ``rack-01``; node ``node-001``; gpu ``node-001/gpu0``; nic ``node-001/mlx5_0``;
+rack ``rack-01``; node ``node-001``; gpu ``node-001/gpu0``; nvswitch ``node-001/nvswitch0``; nic ``node-001/mlx5_0``;
 switch ``leaf-01``; switch_port ``leaf-01/p1``; link ``leaf-01/p33~spine-01/p1`` (ends sorted);
 storage ``lustre-01``; job ``llama-70b``; rank ``llama-70b/rank0``; sla ``pretrain_v3``; pdu ``pdu-01``.
 """
@@ -12,13 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 EntityKind = Literal[
-    "cluster", "rack", "pdu", "node", "gpu", "nic", "switch", "switch_port", "link",
+    "cluster", "rack", "pdu", "node", "gpu", "nvswitch", "nic", "switch", "switch_port", "link",
     "storage", "job", "rank", "pod", "container", "sla",
 ]
 
 
 def gpu_id(node: str, index: int) -> str:
     return f"{node}/gpu{index}"
+
+
+def nvswitch_id(node: str, index: int) -> str:
+    return f"{node}/nvswitch{index}"
 
 
 def nic_id(node: str, name: str) -> str:
@@ -56,6 +60,17 @@ class Gpu:
 
 
 @dataclass(frozen=True)
+class NvSwitch:
+    """One NVSwitch chip of a node (``nvidia-nvswitchN`` of the kernel is index N); every GPU of
+    the node talks NVLink through it."""
+
+    id: str                            # node-001/nvswitch0
+    node: str
+    index: int
+    pci_bus_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Nic:
     id: str                            # node-001/mlx5_0
     node: str
@@ -72,6 +87,7 @@ class Node:
     rack: str
     gpus: tuple[Gpu, ...]
     nics: tuple[Nic, ...]
+    nvswitches: tuple[NvSwitch, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ MEMO_ENTRIES = 1 << 17
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _CANONICAL_GPU = re.compile(r"^(?P<node>[^/\s]+)/gpu(?P<index>\d+)$", re.IGNORECASE)
+_NVSWITCH_DEVICE = re.compile(r"^(?:nvidia-)?nvswitch(?P<index>\d+)$", re.IGNORECASE)
 
 
 def _memo(fn: Callable[Concatenate[Resolver, _P], _R]) -> Callable[Concatenate[Resolver, _P], _R]:
@@ -81,6 +82,13 @@ class Resolver:
             nkey = pci_key(c.pci_bus_id) if c.pci_bus_id else None
             if nkey is not None:
                 self._nic_pci.setdefault((c.node, nkey[1], nkey[2], nkey[3] or 0), c.id)
+        self._nvswitch_index = {(w.node, w.index): w.id for w in inv.nvswitches.values()}
+        self._nvswitch_pci: dict[tuple[str, int, int, int], str] = {}
+        for w in inv.nvswitches.values():
+            wkey = pci_key(w.pci_bus_id) if w.pci_bus_id else None
+            if wkey is not None:
+                self._nvswitch_pci.setdefault((w.node, wkey[1], wkey[2], wkey[3] or 0), w.id)
+        self._pod_node = _nodes_by_pod(inv)
         self._node_jobs = _jobs_by_node(inv)
         self._switches = {sid.lower(): sid for sid in inv.switches}
         self._ports = {p.lower(): p for p in inv.ports}
@@ -190,6 +198,25 @@ class Resolver:
         return None
 
     @_memo
+    def nvswitch(self, host: str | None, device: str | None = None, pci_bus_id: str | None = None) -> str | None:
+        """An nvswitch id from the host and the kernel's device name (``nvidia-nvswitch3``: index 3)
+        or the chip's PCI bus id (domain ignored); None when the node does not list that chip."""
+        node = self.node(host) if host else None
+        if node is None:
+            return None
+        m = _NVSWITCH_DEVICE.match(device.strip()) if device else None
+        if m is not None:
+            wid = self._nvswitch_index.get((node, int(m.group("index"))))
+            if wid is not None:
+                return wid
+        pkey = pci_key(pci_bus_id) if pci_bus_id else None
+        return self._nvswitch_pci.get((node, pkey[1], pkey[2], pkey[3] or 0)) if pkey else None
+
+    def node_of_pod(self, pod: str | None) -> str | None:
+        """The node a Kubernetes pod of the inventory runs on (its ranks' GPUs all on one node)."""
+        return self._pod_node.get(pod.strip()) if pod else None
+
+    @_memo
     def switch(self, switch: str | None) -> str | None:
         """A switch id, any case (an FQDN's first label also matches)."""
         if not switch:
@@ -288,6 +315,17 @@ def _node_aliases(inv: Inventory) -> dict[str, str]:
         if len(ids) == 1:
             nodes.setdefault(name, ids[0])
     return nodes
+
+
+def _nodes_by_pod(inv: Inventory) -> dict[str, str]:
+    """pod -> node, for pods whose ranks all sit on GPUs of one node."""
+    nodes: dict[str, set[str]] = {}
+    for job in inv.jobs.values():
+        for rk in job.ranks:
+            gpu = inv.gpus.get(rk.gpu)
+            if rk.pod and gpu is not None:
+                nodes.setdefault(rk.pod, set()).add(gpu.node)
+    return {pod: next(iter(ns)) for pod, ns in nodes.items() if len(ns) == 1}
 
 
 def _jobs_by_node(inv: Inventory) -> dict[str, list[str]]:

@@ -10,6 +10,7 @@ from suanli.analysis.findings import Finding
 from suanli.analysis.health import HealthResult
 from suanli.analysis.jobs import JobEventsResult
 from suanli.analysis.ledger import LedgerResult
+from suanli.analysis.nvswitch import NvSwitchResult
 from suanli.analysis.result import EntityValues, Result, merge_values
 from suanli.analysis.window import Window
 from suanli.incidents.model import Incident, Signal
@@ -26,12 +27,13 @@ class AnalysisResults:
     health: HealthResult | None = None
     fabric: FabricResult | None = None
     job_events: JobEventsResult | None = None
+    nvswitch: NvSwitchResult | None = None
     errors: tuple[str, ...] = ()
     """``name: Type: message`` of each analysis that raised (the others still report)."""
     timings_s: dict[str, float] = field(default_factory=dict)
 
     def present(self) -> list[Result]:
-        return [r for r in (self.ledger, self.health, self.fabric, self.job_events) if r is not None]
+        return [r for r in (self.ledger, self.health, self.fabric, self.job_events, self.nvswitch) if r is not None]
 
     def findings(self) -> list[Finding]:
         return [f for r in self.present() for f in r.findings]
@@ -73,3 +75,6 @@ class Diagnosis:
     results: AnalysisResults
     analysis_errors: list[str] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
+    has_data: bool = True
+    """Whether any sample, span or event lies in the window (False: "no data in this window",
+    which is not "nothing is broken")."""

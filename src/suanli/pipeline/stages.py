@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from suanli.analysis import fabric, health, jobs, ledger
+from suanli.analysis import fabric, health, jobs, ledger, nvswitch
 from suanli.analysis.categories import policy
 from suanli.analysis.result import EntityValues
 from suanli.analysis.window import Window
@@ -61,6 +61,8 @@ def analyses(store: Store, inventory: Inventory, window: Window, config: Config)
         fabric=_timed("fabric", lambda: fabric.analyze(store, inventory, window, config.fabric), errors, timings),
         job_events=_timed("job_events", lambda: jobs.analyze(store, inventory, window, config.job_events),
                           errors, timings),
+        nvswitch=_timed("nvswitch", lambda: nvswitch.analyze(store, inventory, window, config.nvswitch),
+                        errors, timings),
         errors=tuple(errors), timings_s=timings)
 
 
@@ -146,7 +148,7 @@ def _defaults(inc: Incident) -> list[ActionDecision]:
     for action in policy(inc.category).default_actions:
         if action == "reschedule_job":
             out.extend(ActionDecision(action, j, "dry_run") for j in inc.impact.jobs)
-        elif action == "drain_node" and inc.root_kind in ("gpu", "nic"):
+        elif action == "drain_node" and inc.root_kind in ("gpu", "nic", "nvswitch"):
             out.append(ActionDecision(action, inc.root_id.split("/")[0], "dry_run"))
         else:
             out.append(ActionDecision(action, inc.root_id, "dry_run"))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from suanli.ingest.records import IngestReport
 
@@ -19,12 +21,13 @@ def scenarios_table(scenarios: Iterable[tuple[str, str]]) -> Table:
     return table
 
 
-def ingest_table(report: IngestReport) -> Table:
+def ingest_table(report: IngestReport) -> Group:
+    """Loaded and unresolved records per kind; the rejected lines (which have no kind: they did not
+    parse) are counted under the table, never in the "loaded" column."""
     table = Table("records", "loaded", "unresolved", title="ingest summary")
     for kind in sorted(set(report.loaded) | set(report.unresolved)):
         table.add_row(kind, f"{report.loaded.get(kind, 0):,}", f"{report.unresolved.get(kind, 0):,}")
-    table.add_row("rejected", f"{report.rejected:,}", "")
-    return table
+    return Group(table, Text(f"rejected: {report.rejected:,} line(s) that did not parse (named above)"))
 
 
 def maturity_table(maturity: Mapping[str, tuple[int, str]]) -> Table:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from suanli.inventory.model import gpu_id
+
 __all__ = ["EntityIndex"]
 
 
@@ -22,9 +24,11 @@ class EntityIndex:
     ports: list[str] = field(default_factory=list)
     storage: list[str] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
+    nvswitches: list[str] = field(default_factory=list)
     gpu_node: dict[str, str] = field(default_factory=dict)
     gpu_nic: dict[str, str] = field(default_factory=dict)
     nic_node: dict[str, str] = field(default_factory=dict)
+    nvswitch_node: dict[str, str] = field(default_factory=dict)
     nic_port: dict[str, str] = field(default_factory=dict)
     job_gpus: dict[str, list[str]] = field(default_factory=dict)
     job_sla: dict[str, str] = field(default_factory=dict)
@@ -48,7 +52,7 @@ class EntityIndex:
         gpu_nic: dict[str, str] = {}
         for nic in inv.nics.values():
             if nic.gpu is not None:
-                gpu_nic.setdefault(f"{nic.node}/gpu{nic.gpu}", nic.id)
+                gpu_nic.setdefault(gpu_id(nic.node, nic.gpu), nic.id)
         if topo is not None and hasattr(topo, "nic_for_gpu"):
             for g in inv.gpus:
                 n = topo.nic_for_gpu(g)
@@ -57,7 +61,8 @@ class EntityIndex:
         jobs = inv.jobs
         return cls(
             gpus=sorted(inv.gpus), nodes=sorted(inv.nodes), nics=sorted(inv.nics), ports=sorted(inv.ports),
-            storage=sorted(inv.storage), jobs=sorted(jobs),
+            storage=sorted(inv.storage), jobs=sorted(jobs), nvswitches=sorted(inv.nvswitches),
+            nvswitch_node={w.id: w.node for w in inv.nvswitches.values()},
             gpu_node={g.id: g.node for g in inv.gpus.values()}, gpu_nic=gpu_nic,
             nic_node={n.id: n.node for n in inv.nics.values()},
             nic_port={n.id: n.switch_port for n in inv.nics.values() if n.switch_port},
@@ -69,10 +74,19 @@ class EntityIndex:
 
     def of_scope(self, scope: str) -> list[str]:
         return {"gpu": self.gpus, "node": self.nodes, "nic": self.nics, "switch_port": self.ports,
-                "storage": self.storage, "job": self.jobs}.get(scope, [])
+                "storage": self.storage, "job": self.jobs, "nvswitch": self.nvswitches}.get(scope, [])
+
+    def held(self, scope: str) -> list[str]:
+        """The GPUs (``gpu``) or nodes (``node``) some job of the inventory holds: idle spares left out."""
+        gpus = sorted(self._gpu_jobs)
+        if scope == "gpu":
+            return gpus
+        if scope == "node":
+            return sorted({self.gpu_node[g] for g in gpus if g in self.gpu_node})
+        return list(self.of_scope(scope))
 
     def kind_of(self, entity: str) -> str | None:
-        for scope in ("gpu", "nic", "node", "switch_port", "storage", "job"):
+        for scope in ("gpu", "nic", "node", "switch_port", "storage", "job", "nvswitch"):
             if entity in self._sets()[scope]:
                 return scope
         if entity in self.rank_gpu:
@@ -82,7 +96,7 @@ class EntityIndex:
     def _sets(self) -> dict[str, set[str]]:
         if not hasattr(self, "_set_cache"):
             self._set_cache = {s: set(self.of_scope(s)) for s in ("gpu", "nic", "node", "switch_port",
-                                                                   "storage", "job")}
+                                                                   "storage", "job", "nvswitch")}
         return self._set_cache
 
     def node_of(self, kind: str, entity: str) -> str | None:
@@ -92,6 +106,8 @@ class EntityIndex:
             return self.gpu_node.get(entity)
         if kind == "nic":
             return self.nic_node.get(entity)
+        if kind == "nvswitch":
+            return self.nvswitch_node.get(entity)
         return None
 
     def members(self, rule_scope: str, entity: str, kind: str) -> list[str]:

@@ -136,6 +136,9 @@ def to_prometheus(ruleset: RuleSet, config: RulesConfig | None = None) -> tuple[
         expr = _rule_expr(rule, cfg, notes)
         if expr is None:
             continue
+        if rule.held_only:
+            notes.append(f"rule {rule.name}: approximated: held_only (GPUs a job holds) is not in the export: "
+                         f"Prometheus has no job placement, so the exported rule also fires on idle spare GPUs")
         fors = {c.for_s for c in rule.conditions if c.for_s > 0}
         if len(fors) > 1:
             notes.append(f"rule {rule.name}: per-condition 'for' exported as the rule's longest "
@@ -160,12 +163,30 @@ def to_prometheus(ruleset: RuleSet, config: RulesConfig | None = None) -> tuple[
     return yaml.safe_dump(doc, sort_keys=False, width=1000), notes
 
 
-def to_alertmanager(ruleset: RuleSet, receiver: str = "default") -> tuple[str, list[str]]:
+def _exported_labels(ruleset: RuleSet, cfg: RulesConfig) -> list[dict[str, str]]:
+    """The labels of each alert the Prometheus export can raise (its rules that are exported)."""
+    out = []
+    for rule in ruleset.rules:
+        if _rule_expr(rule, cfg, []) is not None:
+            out.append({"alertname": rule.name, "severity": rule.severity, "scope": rule.scope,
+                        **({"category": rule.category} if rule.category else {})})
+    return out
+
+
+def to_alertmanager(ruleset: RuleSet, receiver: str = "default",
+                    config: RulesConfig | None = None) -> tuple[str, list[str]]:
     """An Alertmanager config (``amtool check-config`` accepts it): a default receiver and the
-    inhibitions as ``inhibit_rules``; topology inhibitions are listed in the notes."""
+    inhibitions as ``inhibit_rules``. An inhibition whose source matches no alert of the Prometheus
+    export would never fire there: it is left out, and the notes say so, as they say what each
+    topology inhibition loses."""
     notes: list[str] = []
     inhibit: list[dict[str, Any]] = []
+    sources = _exported_labels(ruleset, config or RulesConfig())
     for r in ruleset.inhibit_rules:
+        if not any(r.source_matches(labels) for labels in sources):
+            notes.append(f"inhibit rule {r.name} left out: its source ({', '.join(map(str, r.source_matchers))}) "
+                         f"matches no rule of the Prometheus export, so it could never fire in Alertmanager")
+            continue
         if r.topology == "upstream":
             notes.append(f"inhibit rule {r.name}: topology 'upstream' needs the inventory graph; "
                          f"not expressible in Alertmanager" + (", exported with its equal labels only"

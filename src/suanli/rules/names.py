@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 __all__ = ["ANALYSIS_VALUES", "EVENT_KINDS", "METRICS", "SCOPES", "MetricDef", "valid_names"]
 
-SCOPES: tuple[str, ...] = ("gpu", "node", "nic", "switch_port", "storage", "job")
+SCOPES: tuple[str, ...] = ("gpu", "node", "nvswitch", "nic", "switch_port", "storage", "job")
 
 _DCGM = ("Hostname", "gpu")
 
@@ -76,6 +76,8 @@ ANALYSIS_VALUES: dict[str, str] = {
     "health_score": "GPU health score in [0, 1] (1 = healthy), from analysis.health",
     "p_dbe_30d": "probability of a double-bit ECC error within 30 days, from analysis.health",
     "straggler_score": "how persistently a rank/GPU is slower than its peers in [0, 1], from analysis.stragglers",
+    "sxid_fatal": "fatal NVSwitch SXid records on a switch (or its node) in the window, from analysis.nvswitch",
+    "sxid_nonfatal": "non-fatal NVSwitch SXid records on a switch (or its node) in the window, from analysis.nvswitch",
 }
 """Per-entity analysis outputs, passed to the evaluator as ``{entity_id: {name: value}}``."""
 

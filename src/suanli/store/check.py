@@ -6,7 +6,9 @@ Problems (each one line, with counts and up to ``examples`` examples):
 * DCGM series without ``UUID`` and without host + ``gpu``; spans without ``job.id`` or rank;
 * ids that break the inventory's conventions: host labels that name no node (FQDNs, pod names),
   GPU UUIDs not of the ``GPU-``/``MIG-`` form, PCI bus ids that are not ``[domain:]bus:dev.fn``;
-* hardware events (Xid, AER, ...) whose device or host is not in the inventory.
+* hardware events (Xid, AER, ...) whose device or host is not in the inventory;
+* counters stuck at 2^32-1 (a 32-bit hardware counter that saturated: its rate reads zero
+  whatever happens, e.g. an InfiniBand ``port_xmit_wait`` of a legacy HCA).
 
 Maturity follows the observability maturity model of the seed document (seeds/004 §4.1): three
 axes, each L1-L5, with the reason for the level.
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from suanli.ingest.records import Event, SeriesKey
+from suanli.ingest.resolve import NODE_EXPORTER_PREFIX
 from suanli.inventory import Inventory
 from suanli.inventory.normalize import (
     GPU_INDEX_LABEL,
@@ -42,13 +45,15 @@ from suanli.inventory.normalize import (
     pci_key,
     strip_port,
 )
-from suanli.metric_catalog import DCGM_PREFIX
+from suanli.metric_catalog import DCGM_PREFIX, is_counter
 from suanli.store.api import Store
 
 __all__ = ["CheckConfig", "CheckReport", "check"]
 
 _UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]+$")
 _HW_EVENTS = ("xid", "aer", "sxid")
+U32_MAX = float(2**32 - 1)
+"""Where a saturating 32-bit counter stops (4294967295)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,8 @@ def _convention_problems(keys: list[SeriesKey], inventory: Inventory, cfg: Check
         labels = dict(k.labels)
         for name in HOST_LABELS:
             host = labels.get(name)
-            if host is None or (k.metric.startswith("suanli_") and name == "instance"):
+            if host is None or (k.metric.startswith("suanli_") and name == "instance") or (
+                    k.metric.startswith(NODE_EXPORTER_PREFIX) and name == "node"):     # a NUMA node there
                 continue
             bare = strip_port(host) if name == "instance" else host
             if nodes and bare not in nodes:
@@ -200,10 +206,25 @@ def check(store: Store, inventory: Inventory, *, rules_loaded: int = 0, inhibiti
                      "train_steps_joinable": spans.joinable, "hw_events": hw_total,
                      "hw_events_resolved": hw_resolved}
     report.problems.extend(_ingest_problems(store, cfg))
+    report.problems.extend(_stuck_counters(store, keys, cfg))
     report.maturity["coverage"] = _coverage(keys, spans.total > 0, has_logs)
     report.maturity["correlation"] = _correlation(keys, spans, hw_total, hw_resolved, inventory, cfg)
     report.maturity["decision"] = _decision(rules_loaded, inhibitions, report.maturity["correlation"][0], cfg)
     return report
+
+
+def _stuck_counters(store: Store, keys: list[SeriesKey], cfg: CheckConfig) -> list[str]:
+    """Counter series that reach 2^32-1 and stay there to their last sample, per metric."""
+    stuck: dict[str, list[str]] = defaultdict(list)
+    for metric in sorted({k.metric for k in keys if is_counter(k.metric)}):
+        for s in store.series(metric):
+            v = s.values[np.isfinite(s.values)]
+            at = np.flatnonzero(v == U32_MAX)
+            if at.size and bool(np.all(v[at[0]:] == U32_MAX)):
+                stuck[metric].append(_label_text(s.key))
+    return [f"{len(names)} series of {metric} stuck at 2^32-1 (a saturated 32-bit counter: its rate reads 0, "
+            f"reset or read the 64-bit counter): {_examples(names, cfg.examples)}"
+            for metric, names in stuck.items()]
 
 
 def _ingest_problems(store: Store, cfg: CheckConfig) -> list[str]:

@@ -330,6 +330,7 @@ def detect_lost(g: GpuData, peers: Sequence[GpuData], window_end_s: float,
                         f"{(window_end_s - last) / 60:.1f} min before the window end; node peers continue")
     if not onsets:
         return None
+    evidence += hw.fatal_aer_before(g.events, min(onsets))
     conf_of = policy("gpu_lost").confidence
     return Detection("gpu_lost", min(onsets), conf_of.strong if xids else conf_of.weak, tuple(evidence))
 

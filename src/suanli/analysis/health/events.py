@@ -12,18 +12,51 @@ Throttle reasons are NVIDIA's ``clocks_throttle_reasons`` bits (nvml.h,
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from suanli.ingest.records import Event
 from suanli.ingest.xid import xid_info
 
 __all__ = [
-    "CLOCKS_EVENT", "DBE", "GPU_TEMP", "GPU_UTIL", "MEMORY_TEMP", "NVLINK_BW", "PCIE_AER", "PCIE_REPLAY", "POWER", "REMAP_CORR",
-    "REMAP_FAIL", "REMAP_UNCORR", "SBE", "SM_CLOCK", "THROTTLE", "THROTTLE_BITS", "XID_CATEGORY",
-    "XID_ERRORS", "CounterDelta", "HwEvent", "clean", "counter_delta",
-    "decode_throttle", "event_times_from_counter", "sustained_onset", "xid_category", "xid_meaning",
+    "AER_LEAD_S",
+    "CLOCKS_EVENT",
+    "DBE",
+    "GPU_TEMP",
+    "GPU_UTIL",
+    "MEMORY_TEMP",
+    "NVLINK_BW",
+    "PCIE_AER",
+    "PCIE_REPLAY",
+    "POWER",
+    "REMAP_CORR",
+    "REMAP_FAIL",
+    "REMAP_UNCORR",
+    "SBE",
+    "SM_CLOCK",
+    "THROTTLE",
+    "THROTTLE_BITS",
+    "XID_ACTIVE",
+    "XID_CATEGORY",
+    "XID_COUNT",
+    "XID_ERRORS",
+    "XID_SERIES",
+    "CounterDelta",
+    "HwEvent",
+    "clean",
+    "counter_delta",
+    "dcgm_xid_events",
+    "decode_throttle",
+    "event_times_from_counter",
+    "fatal_aer_before",
+    "hw_event",
+    "sustained_onset",
+    "xid_category",
+    "xid_meaning",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -33,7 +66,12 @@ DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
 REMAP_CORR = "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"
 REMAP_UNCORR = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
 REMAP_FAIL = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
-XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"
+XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"                # the last Xid code only, not a count
+XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"              # per code (err_code): Xids in the exporter's window
+XID_ACTIVE = "DCGM_FI_DEV_XID_ERRORS_ACTIVE"         # per code (xid): 1 while that Xid is in the window
+XID_SERIES = (XID_ERRORS, XID_COUNT, XID_ACTIVE)
+AER_LEAD_S = 600.0
+"""A fatal AER of a GPU this long before it is lost (Xid 79) is evidence of the loss."""
 PCIE_REPLAY = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 PCIE_AER = "suanli_pcie_aer_errors_total"
 NVLINK_BW = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
@@ -194,3 +232,57 @@ class HwEvent:
     severity: str | None = None
     meaning: str = ""
     source: str = ""               # "log" | "dcgm"
+
+
+def hw_event(ev: Event, gpu_id: str) -> HwEvent:
+    """A log record as a hardware event of its GPU. An Xid's meaning names the Xid it was caused
+    by (Xid 45 "caused by previous Xid 149"); an AER's, its error bits read whole."""
+    meaning = ""
+    if ev.kind == "xid" and ev.code is not None:
+        meaning = xid_meaning(ev.code)
+        cause = ev.attrs.get("caused_by_xid")
+        if isinstance(cause, int):
+            meaning += f", caused by previous Xid {cause} ({xid_meaning(cause)})"
+    elif ev.kind == "aer":
+        errors = ev.attrs.get("errors")
+        meaning = ", ".join(map(str, errors)) if isinstance(errors, list) and errors else str(
+            ev.attrs.get("error_type") or "")
+    return HwEvent(ev.ts, gpu_id, ev.kind, float(ev.count), ev.code, ev.severity, meaning, ev.source or "log")
+
+
+def fatal_aer_before(events: Sequence[HwEvent], lost_s: float, lead_s: float = AER_LEAD_S) -> list[str]:
+    """Evidence lines of the GPU's fatal AERs (a Surprise Down, a completion timeout the port could
+    not recover from) in the ``lead_s`` before it was lost."""
+    return [f"{e.gpu_id} fatal PCIe AER{f' ({e.meaning})' if e.meaning else ''} "
+            f"{lost_s - e.ts:.0f} s before it was lost [{e.source}]"
+            for e in events if e.kind == "aer" and e.severity == "fatal" and lost_s - lead_s <= e.ts <= lost_s]
+
+
+def dcgm_xid_events(metric: str, label: Callable[[str], str | None], gpu_id: str, ts: F64,
+                    values: F64) -> list[HwEvent]:
+    """Xid events in dcgm-exporter's Xid series.
+
+    ``DCGM_FI_DEV_XID_ERRORS`` holds only the last code: each change to a non-zero code is one
+    Xid (a code already there at the first sample may be days old). ``DCGM_EXP_XID_ERRORS_COUNT``
+    (code in ``err_code``) counts that code's Xids in the exporter's sliding window: each rise is
+    that many new ones. ``DCGM_FI_DEV_XID_ERRORS_ACTIVE`` (code in ``xid``) is 1 while the code was
+    seen in the window: each rise to 1 is one. The windowed series count from their first sample.
+    """
+    v = clean(values)
+    ok = np.flatnonzero(np.isfinite(v))
+    if metric == XID_ERRORS:
+        return [_dcgm_xid(float(ts[b]), gpu_id, int(v[b]), 1.0) for a, b in itertools.pairwise(ok)
+                if v[b] != v[a] and v[b] > 0]
+    text = label("err_code" if metric == XID_COUNT else "xid") or ""
+    if not text.strip().isdecimal() or ok.size == 0:
+        return []
+    code = int(text)
+    prev = np.concatenate([[0.0], v[ok][:-1]])
+    rise = v[ok] - prev
+    if metric == XID_ACTIVE:
+        rise = np.where((v[ok] > 0) & (prev <= 0), 1.0, 0.0)
+    return [_dcgm_xid(float(ts[i]), gpu_id, code, float(r)) for i, r in zip(ok, rise, strict=True) if r > 0]
+
+
+def _dcgm_xid(t: float, gpu_id: str, code: int, count: float) -> HwEvent:
+    return HwEvent(t, gpu_id, "xid", count, code, xid_info(code).severity, xid_meaning(code), "dcgm")

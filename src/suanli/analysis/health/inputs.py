@@ -7,7 +7,6 @@ bus id (issue 11 moves that matching into ingest's one resolver; then this falls
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -78,14 +77,23 @@ def collect(store: Store, inventory: InventoryLike, window: Window) -> dict[str,
     for ev in store.events(kinds=["xid", "aer"], start=start, end=end):
         gid = _gpu_of_event(ev, by_pci)
         if gid in data:
-            data[gid].events.append(hw.HwEvent(
-                ev.ts, gid, ev.kind, float(ev.count), ev.code, ev.severity,
-                hw.xid_meaning(ev.code) if ev.kind == "xid" and ev.code is not None else "",
-                ev.source or "log"))
-    for d in data.values():
-        if not any(e.kind == "xid" for e in d.events) and hw.XID_ERRORS in d.series:
-            d.events.extend(_dcgm_xids(d.gpu_id, *d.series[hw.XID_ERRORS]))
+            data[gid].events.append(hw.hw_event(ev, gid))
+    per_code: dict[str, list[hw.HwEvent]] = {}
+    for metric in (hw.XID_COUNT, hw.XID_ACTIVE):
+        for s in store.series(metric, start=start, end=end):
+            gid = _gpu_of_key(s.key, inventory, by_pci)
+            if gid in data:
+                per_code.setdefault(gid, []).extend(hw.dcgm_xid_events(metric, s.key.label, gid, s.ts, s.values))
+    for d in data.values():         # the kernel's Xid lines are the fuller record; else dcgm-exporter's
+        if not any(e.kind == "xid" for e in d.events):
+            d.events.extend(per_code.get(d.gpu_id) or _last_code_xids(d))
     return data
+
+
+def _last_code_xids(d: hd.GpuData) -> list[hw.HwEvent]:
+    if hw.XID_ERRORS not in d.series:
+        return []
+    return hw.dcgm_xid_events(hw.XID_ERRORS, lambda _: None, d.gpu_id, *d.series[hw.XID_ERRORS])
 
 
 def _gpu_of_event(ev: Event, by_pci: Mapping[tuple[str, str], str]) -> str | None:
@@ -97,14 +105,3 @@ def _gpu_of_event(ev: Event, by_pci: Mapping[tuple[str, str], str]) -> str | Non
         if gid:
             return gid
     return None
-
-
-def _dcgm_xids(gpu_id: str, ts: hd.F64, values: hd.F64) -> list[hw.HwEvent]:
-    """``DCGM_FI_DEV_XID_ERRORS`` holds the last Xid code: each change to a non-zero code is an event."""
-    ok = np.flatnonzero(np.isfinite(values))
-    out = []
-    for a, b in itertools.pairwise(ok):
-        if values[b] != values[a] and values[b] > 0:
-            code = int(values[b])
-            out.append(hw.HwEvent(float(ts[b]), gpu_id, "xid", 1.0, code, None, hw.xid_meaning(code), "dcgm"))
-    return out
