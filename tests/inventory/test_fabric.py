@@ -163,17 +163,14 @@ def test_paths_match_networkx(src: str, dst: str) -> None:
 
 @pytest.mark.slow
 def test_cluster_scale() -> None:
-    """1,280 nodes, 40 leaves x 8 spines x 2 uplinks: 8 x 2 x 2 = 32 ECMP paths per cross-leaf NIC pair."""
-    import time
-
+    """1,280 nodes, 40 leaves x 8 spines x 2 uplinks: 8 x 2 x 2 = 32 ECMP paths per cross-leaf NIC pair.
+    (How long it takes is measured in bench/inventory.py, not asserted here.)"""
     from suanli.inventory.synth import synthetic_inventory_yaml
 
     text = synthetic_inventory_yaml(nodes=1280, parallelism=(160, 8, 8))
-    t0 = time.perf_counter()
     inv = parse_inventory(text)
     topo = inv.topology
     net = topo.job_network("big")
-    build_s = time.perf_counter() - t0
     assert (len(inv.nodes), len(inv.gpus), len(inv.nics), len(inv.links)) == (1280, 10240, 5120, 640)
     assert len(topo.paths("node-0001", "node-1280", "mlx5_0", "mlx5_0")) == 32
     assert len(topo.paths("node-0001", "node-0032", "mlx5_0", "mlx5_0")) == 1    # same leaf
@@ -181,4 +178,3 @@ def test_cluster_scale() -> None:
     # and both ends of each (1,280 ports): 12,160 entities
     assert len(net) == 5120 + 5120 + 640 + 1280
     assert inv.resolver.gpu(host="node-0077:9400", pci_bus_id="0000:28:00.0") == "node-0077/gpu1"
-    assert build_s < 30.0          # ~3 s measured on 2 shared cores; generous against noisy neighbours
