@@ -2,8 +2,10 @@
 hardware events, each returning the evidence of one fault category (or None).
 
 Baselines are robust: a GPU is compared with its own early window (median of the first
-``baseline_frac`` of its samples) and with its node peers at the same instants (median over the
-peers, interpolated to the GPU's sample times), never only with fixed limits.
+``baseline_frac`` of its samples) and with its peers at the same instants (median over the peers,
+interpolated to the GPU's sample times), never only with fixed limits. Heat and a lost GPU are
+judged against the node's other GPUs (they share its cooling and its exporter); NVLink traffic
+against the GPUs doing the same work (:mod:`.peers`), so a job's stall is never a GPU's fault.
 """
 
 from __future__ import annotations
@@ -66,9 +68,13 @@ class DetectConfig:
     stop_gap_s: float = 120.0
     """A GPU whose series end this long (or 4 scrapes) before the window while peers go on is lost."""
     nvlink_drop_frac: float = 0.3
-    """NVLink bandwidth below (1 - this) x both its own baseline and its peers is degraded."""
+    """NVLink bandwidth below (1 - this) x its own baseline, and below that share of its peers'
+    own ratio while the peers hold at least that share of theirs, is degraded."""
     idle_util_pct: float = 10.0
     """An idle GPU (utilisation below this) is not NVLink-degraded, only idle."""
+    nvlink_min_baseline_Bps: float = 1e8
+    """A GPU (or peer) whose own NVLink baseline is below this moves no traffic a link fault could
+    lower (an idle H100 reads ~1 MB/s; a training GPU tens of GB/s): it is not judged."""
 
 
 @dataclass
@@ -334,36 +340,54 @@ def detect_lost(g: GpuData, peers: Sequence[GpuData], window_end_s: float,
     return Detection("gpu_lost", min(onsets), conf_of.strong if xids else conf_of.weak, tuple(evidence))
 
 
+def _own_ratio(p: Pair, config: DetectConfig) -> Pair | None:
+    """A series over its own baseline (None when the baseline is no traffic to lose)."""
+    base = _baseline(p[1], config.baseline_frac)
+    return (p[0], p[1] / base) if base >= config.nvlink_min_baseline_Bps else None
+
+
+def _nvlink_flag(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
+    """(ts, peers' median ratio, flag): the GPU's bandwidth is below ``keep`` of its own baseline
+    and of its peers' ratio while the peers hold their own pace and the GPU is busy."""
+    ts, v = g.series[hw.NVLINK_BW]
+    base = _baseline(v, config.baseline_frac)
+    keep = 1.0 - config.nvlink_drop_frac
+    # each peer relative to its own baseline: a job that stalls, slows or ends lowers all its GPUs'
+    # traffic together, and that is no link fault; a bad link lowers one GPU's while its peers,
+    # doing the same work, keep their pace
+    if not base >= config.nvlink_min_baseline_Bps:
+        return ts, np.full(ts.shape, np.nan), np.zeros(ts.shape, dtype=bool)
+    peer_ratio = peer_median_at(ts, [r for r in (_own_ratio(p.series[hw.NVLINK_BW], config) for p in peers
+                                                 if hw.NVLINK_BW in p.series) if r is not None])
+    ratio = v / base
+    with np.errstate(invalid="ignore"):
+        flag = np.isfinite(ratio) & (ratio < keep) & (peer_ratio >= keep) & (ratio < keep * peer_ratio)
+    if hw.GPU_UTIL in g.series:
+        uts, uv = g.series[hw.GPU_UTIL]
+        ok = np.isfinite(uv)
+        if ok.sum() > 1:
+            flag &= np.interp(ts, uts[ok], uv[ok]) >= config.idle_util_pct
+    return ts, peer_ratio, flag
+
+
 def detect_nvlink(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> Detection | None:
-    """Xid 74 (NVLink), or NVLink bandwidth far below its own baseline and its node peers."""
+    """Xid 74 (NVLink), or NVLink bandwidth far below its own baseline while its peers doing the
+    same work (:mod:`.peers`) keep theirs."""
     xids = [e for e in g.events if e.kind == "xid" and hw.xid_category(e.code or 0) == "nvlink_degradation"]
     evidence = [f"{g.gpu_id} Xid {e.code} ({e.meaning or hw.xid_meaning(e.code or 0)}) [{e.source}]"
                 for e in xids]
     onsets = [e.ts for e in xids]
     if hw.NVLINK_BW in g.series:
-        ts, v = g.series[hw.NVLINK_BW]
-        base = _baseline(v, config.baseline_frac)
-        peer = peer_median_at(ts, [p.series[hw.NVLINK_BW] for p in peers if hw.NVLINK_BW in p.series])
-        # each peer relative to its own baseline: a job that slows or stalls lowers every GPU's
-        # NVLink traffic alike; a bad link lowers one GPU's far more than its peers'
-        peer_ratio = peer_median_at(ts, [(pts, pv / pb) for pts, pv, pb in
-                                         ((*p.series[hw.NVLINK_BW], _baseline(p.series[hw.NVLINK_BW][1],
-                                                                               config.baseline_frac))
-                                          for p in peers if hw.NVLINK_BW in p.series) if pb > 0])
-        keep = 1.0 - config.nvlink_drop_frac
-        ratio = v / base if base > 0 else np.full(v.shape, np.nan)
-        flag = np.isfinite(ratio) & (ratio < keep) & ~(ratio >= keep * peer_ratio)
-        if hw.GPU_UTIL in g.series:
-            uts, uv = g.series[hw.GPU_UTIL]
-            util = np.interp(ts, uts[np.isfinite(uv)], uv[np.isfinite(uv)]) if np.isfinite(uv).sum() > 1 else None
-            if util is not None:
-                flag &= util >= config.idle_util_pct
+        ts, peer_ratio, flag = _nvlink_flag(g, peers, config)
         onset, dur = hw.sustained_onset(ts, flag, config.sustain_s, 3 * _median_interval(ts))
         if onset is not None:
+            v = g.series[hw.NVLINK_BW][1]
+            base = _baseline(v, config.baseline_frac)
             onsets.append(onset)
             evidence.append(f"{g.gpu_id} NVLink bandwidth {np.nanmedian(v[flag]) / 1e9:.1f} GB/s for "
-                            f"{dur / 60:.0f} min (own baseline {base / 1e9:.1f} GB/s, node peers "
-                            f"{np.nanmedian(peer[flag]) / 1e9:.1f} GB/s)")
+                            f"{dur / 60:.0f} min ({np.nanmedian(v[flag]) / base:.0%} of its own baseline "
+                            f"{base / 1e9:.1f} GB/s; its {len(peers)} peers doing the same work at "
+                            f"{np.nanmedian(peer_ratio[flag]):.0%} of theirs)")
     if not onsets:
         return None
     conf_of = policy("nvlink_degradation").confidence
