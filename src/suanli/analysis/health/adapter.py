@@ -25,6 +25,7 @@ from suanli.analysis.health import events as hw
 from suanli.analysis.health.degradation import DegradationConfig
 from suanli.analysis.health.forecast import GpuHealth, fit_forecast, gpu_health
 from suanli.analysis.health.inputs import GAUGES, InventoryLike, collect
+from suanli.analysis.health.memory import detect_memory
 from suanli.analysis.health.overrides import Override, latest_overrides
 from suanli.analysis.health.peers import work_peers
 from suanli.analysis.health.score import HealthWeights, ScoreConfig
@@ -108,7 +109,7 @@ def _detect_all(data: Mapping[str, hd.GpuData], health: Mapping[str, GpuHealth],
         pcie = hd.detect_pcie(d, aer_med, rep_med, end, dc)
         lost = hd.detect_lost(d, peers, end, GAUGES, dc)
         thermal = None if lost else hd.detect_thermal(d, peers, dc)
-        mem = hd.detect_memory(d, h.sbe_per_day if h else 0.0, h.recommendation if h else "ok", note, dc)
+        mem = detect_memory(d, h.sbe_per_day if h else 0.0, h.recommendation if h else "ok", note, dc)
         mates = [data[p] for p in work.get(g, ()) if p in data]
         nvl = None if lost else hd.detect_nvlink(d, mates, dc)
         found = [det for det in (pcie, mem, lost, thermal, nvl) if det is not None]

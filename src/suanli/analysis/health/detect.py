@@ -19,8 +19,8 @@ import numpy.typing as npt
 from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
 
-__all__ = ["DetectConfig", "Detection", "GpuData", "detect_lost", "detect_memory", "detect_nvlink",
-           "detect_pcie", "detect_thermal", "peer_median_at"]
+__all__ = ["DetectConfig", "Detection", "GpuData", "confirmed_onset", "detect_lost", "detect_nvlink",
+           "detect_pcie", "detect_thermal", "first_ts", "peer_median_at"]
 
 F64 = npt.NDArray[np.float64]
 Pair = tuple[F64, F64]
@@ -64,7 +64,15 @@ class DetectConfig:
     slowdown_mask: int = 0x88
     """Bits reported as evidence with heat: 0x8 HW slowdown, 0x80 HW power brake."""
     sbe_min_increase: float = 3.0
-    """SBE increase in the window that marks memory degradation."""
+    """Fewest SBEs in the window that can mark memory degradation ..."""
+    sbe_background_per_h: float = 10.0
+    """... provided a healthy card's steady background could not have counted them: the highest
+    steady rate healthy cards show is a few per hour (public samples: one SBE in 15 minutes on one
+    GPU of 64; the simulator's counter noise 0.5-4/h); this bar leaves 2.5x headroom ..."""
+    sbe_alpha: float = 1e-3
+    """... that is, P(at least that many | Poisson at ``sbe_background_per_h`` over the span) is
+    below this; or the rate rose: P(at least the later half's count | the window's count spread
+    evenly over time) is below this."""
     stop_gap_s: float = 120.0
     """A GPU whose series end this long (or 4 scrapes) before the window while peers go on is lost."""
     nvlink_drop_frac: float = 0.3
@@ -267,48 +275,6 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
     conf_of = policy("gpu_thermal").confidence
     conf = conf_of.strong if len(onsets) > 1 else conf_of.weak
     return Detection("gpu_thermal", min(onsets), conf, tuple(evidence), detected_s=min(met))
-
-
-def detect_memory(g: GpuData, sbe_per_day: float, recommendation: str, forecast_note: str,
-                  config: DetectConfig) -> Detection | None:
-    """DBE / uncorrectable remaps / memory Xids -> failure; SBE burst, remaps, forecast -> degradation."""
-    def delta(metric: str) -> hw.CounterDelta | None:
-        return hw.counter_delta(*g.series[metric]) if metric in g.series else None
-
-    dbe, unc, fail = delta(hw.DBE), delta(hw.REMAP_UNCORR), delta(hw.REMAP_FAIL)
-    sbe, corr = delta(hw.SBE), delta(hw.REMAP_CORR)
-    xids = [e for e in g.events if e.kind == "xid" and e.code is not None]
-    fail_ev: list[tuple[float, str]] = []
-    for d, what in ((dbe, "double-bit ECC errors"), (unc, "uncorrectable remapped rows"),
-                    (fail, "row remap failures")):
-        if d is not None and d.total > 0 and d.onset_s is not None:
-            fail_ev.append((d.onset_s, f"{g.gpu_id} {what} +{_fmt_count(d.total)}"))
-    for e in xids:
-        if hw.xid_category(e.code or 0) == "gpu_memory_failure":
-            fail_ev.append((e.ts, f"{g.gpu_id} Xid {e.code} ({e.meaning or hw.xid_meaning(e.code or 0)}) "
-                                  f"x{e.count:.0f} [{e.source}]"))
-    deg_ev: list[tuple[float, str]] = []
-    if sbe is not None and sbe.total >= config.sbe_min_increase and sbe.onset_s is not None:
-        deg_ev.append((confirmed_onset(sbe, config) or sbe.onset_s,
-                       f"{g.gpu_id} SBE +{_fmt_count(sbe.total)} in window (~{sbe_per_day:,.1f}/day fitted)"))
-    if corr is not None and corr.total > 0 and corr.onset_s is not None:
-        deg_ev.append((corr.onset_s, f"{g.gpu_id} correctable remapped rows +{_fmt_count(corr.total)}"))
-    for e in xids:
-        if hw.xid_category(e.code or 0) == "gpu_memory_degradation":
-            deg_ev.append((e.ts, f"{g.gpu_id} Xid {e.code} ({hw.xid_meaning(e.code or 0)})"))
-    if fail_ev:
-        ev = sorted(fail_ev) + sorted(deg_ev)
-        return Detection("gpu_memory_failure", ev[0][0], policy("gpu_memory_failure").confidence.strong,
-                         tuple(s for _, s in ev))
-    if deg_ev or recommendation == "retire":
-        ev = sorted(deg_ev)
-        if recommendation == "retire" and forecast_note:
-            ev.append((ev[0][0] if ev else float("inf"), forecast_note))
-        onset = ev[0][0] if np.isfinite(ev[0][0]) else first_ts(g)
-        conf_of = policy("gpu_memory_degradation").confidence
-        conf = conf_of.strong if len(ev) > 1 or recommendation == "retire" else conf_of.weak
-        return Detection("gpu_memory_degradation", onset, conf, tuple(s for _, s in ev))
-    return None
 
 
 def last_valid_s(g: GpuData, metrics: Sequence[str]) -> float | None:

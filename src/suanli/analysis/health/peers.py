@@ -50,9 +50,9 @@ def work_peers(gpus: Mapping[str, Gpu], jobs: Mapping[str, Job]) -> dict[str, tu
     """Every GPU of ``gpus`` -> its peers doing the same work (module doc), sorted."""
     job_of = gpu_jobs(jobs)
     members: dict[str, set[str]] = defaultdict(set)
-    for g, j in job_of.items():
-        if g in gpus:
-            members[j].add(g)
+    for gid, j in job_of.items():
+        if gid in gpus:
+            members[j].add(gid)
     tp = {j: _tp_mates(jobs[j]) for j in members}
     idle_by_node: dict[str, set[str]] = defaultdict(set)
     for g in gpus.values():
