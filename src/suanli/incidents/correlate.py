@@ -8,6 +8,8 @@ incident whose root explains them: the same entity, or an entity downstream of t
 physical, logical or dataflow topology, within the correlation window. Alerts no finding
 explains group among themselves by the same rule and become incidents of their own (the rule's
 category, lower confidence) when at least one of them carries direct evidence and a category.
+An alert that fires on most of one job's GPUs or NICs at once is that job's symptom, never direct
+evidence (:mod:`.jobwide`): it joins the incident that reaches the job, counted in its evidence.
 What folds into what is the category table's (:mod:`suanli.analysis.categories`); whether a
 fault at X reaches Y is :class:`~suanli.incidents.reach.Reach`'s.
 """
@@ -15,9 +17,10 @@ fault at X reaches Y is :class:`~suanli.incidents.reach.Reach`'s.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from suanli.analysis.categories import policy, priority
+from suanli.incidents.jobwide import JobWideConfig, fold_job_wide, job_wide_evidence
 from suanli.incidents.model import Incident, Signal
 from suanli.incidents.reach import Reach
 from suanli.inventory import Inventory
@@ -32,6 +35,8 @@ class CorrelationConfig:
     """Findings below this confidence do not seed incidents (they may still join one)."""
     alert_incident_confidence: float = 0.5
     """Confidence of an incident seeded by alerts alone (no analysis finding)."""
+    job_wide: JobWideConfig = field(default_factory=JobWideConfig)
+    """When one alert on most of a job's GPUs or NICs is the job's symptom (:mod:`.jobwide`)."""
 
 
 def _close(a: Signal, b: Signal, window_s: float) -> bool:
@@ -156,7 +161,7 @@ def correlate(signals: Iterable[Signal], inventory: Inventory | Reach,
     """Incidents, and the alerts that no incident explains (reported, never dropped). ``inventory``
     may be a :class:`Reach` already built over it (the pipeline shares one with inhibition)."""
     reach = inventory if isinstance(inventory, Reach) else Reach(inventory)
-    sigs = list(signals)
+    sigs = fold_job_wide(list(signals), reach.inv, config.job_wide)
     incidents = _merge_findings([s for s in sigs if s.source == "finding"], reach, config)
     loose: list[Signal] = []
     for s in sigs:
@@ -171,5 +176,6 @@ def correlate(signals: Iterable[Signal], inventory: Inventory | Reach,
     incidents.extend(extra)
     for inc in incidents:
         inc.detected_at = _detected_at(inc)
+    job_wide_evidence(incidents)
     incidents.sort(key=lambda i: (i.start, i.root_id))
     return incidents, left

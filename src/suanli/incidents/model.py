@@ -19,7 +19,8 @@ class Signal:
     is evidence about its own entity (a hot GPU) rather than about what it waits on (a slow rank).
     ``ref`` names what it stands for (a rule alert's key, a finding, an Alertmanager fingerprint);
     ``state`` is Alertmanager's (``firing`` or ``resolved``); ``muted_by`` holds the refs of the
-    signals whose inhibit rules muted it (empty: not muted).
+    signals whose inhibit rules muted it (empty: not muted); ``job_wide`` names the job when the
+    same alert fired on most of that job's parts at once.
     """
 
     source: str
@@ -38,6 +39,9 @@ class Signal:
     ref: str = ""
     state: str = "firing"
     muted_by: tuple[str, ...] = ()
+    job_wide: str | None = None
+    """The job on most of whose parts the same alert fired together (:mod:`.jobwide`): a symptom
+    of that job's trouble, not direct evidence about this part; None otherwise."""
 
 
 @dataclass(frozen=True)

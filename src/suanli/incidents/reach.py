@@ -76,11 +76,17 @@ class Reach:
 
     def explains(self, root: str, sig: Signal, category: str | None = None) -> bool:
         """Whether a fault at ``root`` explains ``sig``: the same entity, a dependant, or a member of
-        a dependent job — the latter only for symptoms, not for another fault's direct evidence."""
+        a dependent job — the latter only for symptoms, not for another fault's direct evidence nor
+        for an alert of a category the fault does not cause."""
         other = sig.entity_id
         if root == other or self.downstream(root, other):
             return True
         if policy(category).pcie_path and self._pcie_peer(root) == other:
             return True
-        own_fault = sig.direct and sig.category is not None and sig.category != category
+        # another category's direct evidence is its own fault; an indirect alert of a category this
+        # fault neither is nor causes (a memory forecast on a GPU behind a bad port) is not its
+        # symptom, unless it fired on the whole job alike (then it is the job's trouble, :mod:`.jobwide`)
+        other_cat = sig.category is not None and sig.category != category
+        unrelated = sig.job_wide is None and sig.category not in policy(category).explains
+        own_fault = other_cat and (sig.direct or unrelated)
         return not own_fault and other in self.members(root)

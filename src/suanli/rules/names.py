@@ -75,6 +75,7 @@ DERIVED: dict[str, tuple[str, str]] = {"crc_ratio": ("crc_errors", "port_packets
 ANALYSIS_VALUES: dict[str, str] = {
     "health_score": "GPU health score in [0, 1] (1 = healthy), from analysis.health",
     "p_dbe_30d": "probability of a double-bit ECC error within 30 days, from analysis.health",
+    "sbe_per_day": "fitted current single-bit ECC intensity (events/day), from analysis.health",
     "straggler_score": "how persistently a rank/GPU is slower than its peers in [0, 1], from analysis.stragglers",
     "sxid_fatal": "fatal NVSwitch SXid records on a switch (or its node) in the window, from analysis.nvswitch",
     "sxid_nonfatal": "non-fatal NVSwitch SXid records on a switch (or its node) in the window, from analysis.nvswitch",

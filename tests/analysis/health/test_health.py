@@ -117,7 +117,7 @@ def build(tmp_path: Path, mutate: Mutate | None = None, events: list[Event] = ()
                 store.add_samples(key, ts, v)
     store.add_events(list(events))
     store.flush()
-    return store, SimpleNamespace(gpus=gpus)
+    return store, SimpleNamespace(gpus=gpus, jobs={})
 
 
 def _only(findings: list, category: str, gpu: str) -> None:   # type: ignore[type-arg]

@@ -4,7 +4,8 @@ the Store protocol.
 ``analyze(store, inventory, window, config)`` gathers each GPU's DCGM series, PCIe AER counters
 and Xid / AER log events in the window (:mod:`.inputs`), fits the SBE intensity model, scores
 health and applies operator overrides (:mod:`.forecast`), and runs the per-GPU detectors
-(:mod:`.detect`). Weights and overrides come in the config (the caller loads their files: an
+(:mod:`.detect`), each GPU judged against its node peers or its peers doing the same work
+(:mod:`.peers`). Weights and overrides come in the config (the caller loads their files: an
 analysis reads no file). One finding per GPU and fault; where a GPU shows several, the category
 table's order names it: PCIe AER / replay evidence wins over heat (a bad riser makes a GPU hot),
 memory failure over degradation.
@@ -24,7 +25,9 @@ from suanli.analysis.health import events as hw
 from suanli.analysis.health.degradation import DegradationConfig
 from suanli.analysis.health.forecast import GpuHealth, fit_forecast, gpu_health
 from suanli.analysis.health.inputs import GAUGES, InventoryLike, collect
+from suanli.analysis.health.memory import detect_memory
 from suanli.analysis.health.overrides import Override, latest_overrides
+from suanli.analysis.health.peers import work_peers
 from suanli.analysis.health.score import HealthWeights, ScoreConfig
 from suanli.analysis.result import EntityValues
 from suanli.analysis.window import Window, resolve_window
@@ -86,7 +89,7 @@ class HealthResult:
 
 
 def _detect_all(data: Mapping[str, hd.GpuData], health: Mapping[str, GpuHealth], end: float,
-                config: HealthConfig) -> list[tuple[hd.Detection, str]]:
+                work: Mapping[str, tuple[str, ...]], config: HealthConfig) -> list[tuple[hd.Detection, str]]:
     dc = config.detect
     aer = {g: sum(hw.counter_delta(*p).total for p in d.aer.values()) for g, d in data.items()}
     rep = {g: hw.counter_delta(*d.series[hw.PCIE_REPLAY]).total for g, d in data.items()
@@ -106,8 +109,9 @@ def _detect_all(data: Mapping[str, hd.GpuData], health: Mapping[str, GpuHealth],
         pcie = hd.detect_pcie(d, aer_med, rep_med, end, dc)
         lost = hd.detect_lost(d, peers, end, GAUGES, dc)
         thermal = None if lost else hd.detect_thermal(d, peers, dc)
-        mem = hd.detect_memory(d, h.sbe_per_day if h else 0.0, h.recommendation if h else "ok", note, dc)
-        nvl = None if lost else hd.detect_nvlink(d, peers, dc)
+        mem = detect_memory(d, h.sbe_per_day if h else 0.0, h.recommendation if h else "ok", note, dc)
+        mates = [data[p] for p in work.get(g, ()) if p in data]
+        nvl = None if lost else hd.detect_nvlink(d, mates, dc)
         found = [det for det in (pcie, mem, lost, thermal, nvl) if det is not None]
         if found:
             out.append((_one_per_gpu(found), g))
@@ -135,7 +139,8 @@ def analyze(store: Store, inventory: InventoryLike, window: Window | None = None
     health = gpu_health(data, ids, fit, config.degradation, config.score, config.weights,
                         latest_overrides(list(config.overrides)))
     findings: list[Finding] = []
-    for det, gid in _detect_all(data, health, win.end, config):
+    work = work_peers(inventory.gpus, inventory.jobs)
+    for det, gid in _detect_all(data, health, win.end, work, config):
         findings.append(Finding(det.category, "gpu", gid, det.onset_s, det.end_s, det.confidence,
                                 det.evidence, "health", detected_at=det.detected_s))
     events = [e for d in data.values() for e in d.events]

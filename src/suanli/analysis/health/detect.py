@@ -2,8 +2,10 @@
 hardware events, each returning the evidence of one fault category (or None).
 
 Baselines are robust: a GPU is compared with its own early window (median of the first
-``baseline_frac`` of its samples) and with its node peers at the same instants (median over the
-peers, interpolated to the GPU's sample times), never only with fixed limits.
+``baseline_frac`` of its samples) and with its peers at the same instants (median over the peers,
+interpolated to the GPU's sample times), never only with fixed limits. Heat and a lost GPU are
+judged against the node's other GPUs (they share its cooling and its exporter); NVLink traffic
+against the GPUs doing the same work (:mod:`.peers`), so a job's stall is never a GPU's fault.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import numpy.typing as npt
 from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
 
-__all__ = ["DetectConfig", "Detection", "GpuData", "detect_lost", "detect_memory", "detect_nvlink",
-           "detect_pcie", "detect_thermal", "peer_median_at"]
+__all__ = ["DetectConfig", "Detection", "GpuData", "confirmed_onset", "detect_lost", "detect_nvlink",
+           "detect_pcie", "detect_thermal", "first_ts", "peer_median_at"]
 
 F64 = npt.NDArray[np.float64]
 Pair = tuple[F64, F64]
@@ -62,13 +64,25 @@ class DetectConfig:
     slowdown_mask: int = 0x88
     """Bits reported as evidence with heat: 0x8 HW slowdown, 0x80 HW power brake."""
     sbe_min_increase: float = 3.0
-    """SBE increase in the window that marks memory degradation."""
+    """Fewest SBEs in the window that can mark memory degradation ..."""
+    sbe_background_per_h: float = 10.0
+    """... provided a healthy card's steady background could not have counted them: the highest
+    steady rate healthy cards show is a few per hour (public samples: one SBE in 15 minutes on one
+    GPU of 64; the simulator's counter noise 0.5-4/h); this bar leaves 2.5x headroom ..."""
+    sbe_alpha: float = 1e-3
+    """... that is, P(at least that many | Poisson at ``sbe_background_per_h`` over the span) is
+    below this; or the rate rose: P(at least the later half's count | the window's count spread
+    evenly over time) is below this."""
     stop_gap_s: float = 120.0
     """A GPU whose series end this long (or 4 scrapes) before the window while peers go on is lost."""
     nvlink_drop_frac: float = 0.3
-    """NVLink bandwidth below (1 - this) x both its own baseline and its peers is degraded."""
+    """NVLink bandwidth below (1 - this) x its own baseline, and below that share of its peers'
+    own ratio while the peers hold at least that share of theirs, is degraded."""
     idle_util_pct: float = 10.0
     """An idle GPU (utilisation below this) is not NVLink-degraded, only idle."""
+    nvlink_min_baseline_Bps: float = 1e8
+    """A GPU (or peer) whose own NVLink baseline is below this moves no traffic a link fault could
+    lower (an idle H100 reads ~1 MB/s; a training GPU tens of GB/s): it is not judged."""
 
 
 @dataclass
@@ -263,48 +277,6 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
     return Detection("gpu_thermal", min(onsets), conf, tuple(evidence), detected_s=min(met))
 
 
-def detect_memory(g: GpuData, sbe_per_day: float, recommendation: str, forecast_note: str,
-                  config: DetectConfig) -> Detection | None:
-    """DBE / uncorrectable remaps / memory Xids -> failure; SBE burst, remaps, forecast -> degradation."""
-    def delta(metric: str) -> hw.CounterDelta | None:
-        return hw.counter_delta(*g.series[metric]) if metric in g.series else None
-
-    dbe, unc, fail = delta(hw.DBE), delta(hw.REMAP_UNCORR), delta(hw.REMAP_FAIL)
-    sbe, corr = delta(hw.SBE), delta(hw.REMAP_CORR)
-    xids = [e for e in g.events if e.kind == "xid" and e.code is not None]
-    fail_ev: list[tuple[float, str]] = []
-    for d, what in ((dbe, "double-bit ECC errors"), (unc, "uncorrectable remapped rows"),
-                    (fail, "row remap failures")):
-        if d is not None and d.total > 0 and d.onset_s is not None:
-            fail_ev.append((d.onset_s, f"{g.gpu_id} {what} +{_fmt_count(d.total)}"))
-    for e in xids:
-        if hw.xid_category(e.code or 0) == "gpu_memory_failure":
-            fail_ev.append((e.ts, f"{g.gpu_id} Xid {e.code} ({e.meaning or hw.xid_meaning(e.code or 0)}) "
-                                  f"x{e.count:.0f} [{e.source}]"))
-    deg_ev: list[tuple[float, str]] = []
-    if sbe is not None and sbe.total >= config.sbe_min_increase and sbe.onset_s is not None:
-        deg_ev.append((confirmed_onset(sbe, config) or sbe.onset_s,
-                       f"{g.gpu_id} SBE +{_fmt_count(sbe.total)} in window (~{sbe_per_day:,.1f}/day fitted)"))
-    if corr is not None and corr.total > 0 and corr.onset_s is not None:
-        deg_ev.append((corr.onset_s, f"{g.gpu_id} correctable remapped rows +{_fmt_count(corr.total)}"))
-    for e in xids:
-        if hw.xid_category(e.code or 0) == "gpu_memory_degradation":
-            deg_ev.append((e.ts, f"{g.gpu_id} Xid {e.code} ({hw.xid_meaning(e.code or 0)})"))
-    if fail_ev:
-        ev = sorted(fail_ev) + sorted(deg_ev)
-        return Detection("gpu_memory_failure", ev[0][0], policy("gpu_memory_failure").confidence.strong,
-                         tuple(s for _, s in ev))
-    if deg_ev or recommendation == "retire":
-        ev = sorted(deg_ev)
-        if recommendation == "retire" and forecast_note:
-            ev.append((ev[0][0] if ev else float("inf"), forecast_note))
-        onset = ev[0][0] if np.isfinite(ev[0][0]) else first_ts(g)
-        conf_of = policy("gpu_memory_degradation").confidence
-        conf = conf_of.strong if len(ev) > 1 or recommendation == "retire" else conf_of.weak
-        return Detection("gpu_memory_degradation", onset, conf, tuple(s for _, s in ev))
-    return None
-
-
 def last_valid_s(g: GpuData, metrics: Sequence[str]) -> float | None:
     """Latest time any of these metrics had a real reading."""
     last = [float(ts[np.isfinite(v)][-1]) for m in metrics if m in g.series
@@ -335,36 +307,54 @@ def detect_lost(g: GpuData, peers: Sequence[GpuData], window_end_s: float,
     return Detection("gpu_lost", min(onsets), conf_of.strong if xids else conf_of.weak, tuple(evidence))
 
 
+def _own_ratio(p: Pair, config: DetectConfig) -> Pair | None:
+    """A series over its own baseline (None when the baseline is no traffic to lose)."""
+    base = _baseline(p[1], config.baseline_frac)
+    return (p[0], p[1] / base) if base >= config.nvlink_min_baseline_Bps else None
+
+
+def _nvlink_flag(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
+    """(ts, peers' median ratio, flag): the GPU's bandwidth is below ``keep`` of its own baseline
+    and of its peers' ratio while the peers hold their own pace and the GPU is busy."""
+    ts, v = g.series[hw.NVLINK_BW]
+    base = _baseline(v, config.baseline_frac)
+    keep = 1.0 - config.nvlink_drop_frac
+    # each peer relative to its own baseline: a job that stalls, slows or ends lowers all its GPUs'
+    # traffic together, and that is no link fault; a bad link lowers one GPU's while its peers,
+    # doing the same work, keep their pace
+    if not base >= config.nvlink_min_baseline_Bps:
+        return ts, np.full(ts.shape, np.nan), np.zeros(ts.shape, dtype=bool)
+    peer_ratio = peer_median_at(ts, [r for r in (_own_ratio(p.series[hw.NVLINK_BW], config) for p in peers
+                                                 if hw.NVLINK_BW in p.series) if r is not None])
+    ratio = v / base
+    with np.errstate(invalid="ignore"):
+        flag = np.isfinite(ratio) & (ratio < keep) & (peer_ratio >= keep) & (ratio < keep * peer_ratio)
+    if hw.GPU_UTIL in g.series:
+        uts, uv = g.series[hw.GPU_UTIL]
+        ok = np.isfinite(uv)
+        if ok.sum() > 1:
+            flag &= np.interp(ts, uts[ok], uv[ok]) >= config.idle_util_pct
+    return ts, peer_ratio, flag
+
+
 def detect_nvlink(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> Detection | None:
-    """Xid 74 (NVLink), or NVLink bandwidth far below its own baseline and its node peers."""
+    """Xid 74 (NVLink), or NVLink bandwidth far below its own baseline while its peers doing the
+    same work (:mod:`.peers`) keep theirs."""
     xids = [e for e in g.events if e.kind == "xid" and hw.xid_category(e.code or 0) == "nvlink_degradation"]
     evidence = [f"{g.gpu_id} Xid {e.code} ({e.meaning or hw.xid_meaning(e.code or 0)}) [{e.source}]"
                 for e in xids]
     onsets = [e.ts for e in xids]
     if hw.NVLINK_BW in g.series:
-        ts, v = g.series[hw.NVLINK_BW]
-        base = _baseline(v, config.baseline_frac)
-        peer = peer_median_at(ts, [p.series[hw.NVLINK_BW] for p in peers if hw.NVLINK_BW in p.series])
-        # each peer relative to its own baseline: a job that slows or stalls lowers every GPU's
-        # NVLink traffic alike; a bad link lowers one GPU's far more than its peers'
-        peer_ratio = peer_median_at(ts, [(pts, pv / pb) for pts, pv, pb in
-                                         ((*p.series[hw.NVLINK_BW], _baseline(p.series[hw.NVLINK_BW][1],
-                                                                               config.baseline_frac))
-                                          for p in peers if hw.NVLINK_BW in p.series) if pb > 0])
-        keep = 1.0 - config.nvlink_drop_frac
-        ratio = v / base if base > 0 else np.full(v.shape, np.nan)
-        flag = np.isfinite(ratio) & (ratio < keep) & ~(ratio >= keep * peer_ratio)
-        if hw.GPU_UTIL in g.series:
-            uts, uv = g.series[hw.GPU_UTIL]
-            util = np.interp(ts, uts[np.isfinite(uv)], uv[np.isfinite(uv)]) if np.isfinite(uv).sum() > 1 else None
-            if util is not None:
-                flag &= util >= config.idle_util_pct
+        ts, peer_ratio, flag = _nvlink_flag(g, peers, config)
         onset, dur = hw.sustained_onset(ts, flag, config.sustain_s, 3 * _median_interval(ts))
         if onset is not None:
+            v = g.series[hw.NVLINK_BW][1]
+            base = _baseline(v, config.baseline_frac)
             onsets.append(onset)
             evidence.append(f"{g.gpu_id} NVLink bandwidth {np.nanmedian(v[flag]) / 1e9:.1f} GB/s for "
-                            f"{dur / 60:.0f} min (own baseline {base / 1e9:.1f} GB/s, node peers "
-                            f"{np.nanmedian(peer[flag]) / 1e9:.1f} GB/s)")
+                            f"{dur / 60:.0f} min ({np.nanmedian(v[flag]) / base:.0%} of its own baseline "
+                            f"{base / 1e9:.1f} GB/s; its {len(peers)} peers doing the same work at "
+                            f"{np.nanmedian(peer_ratio[flag]):.0%} of theirs)")
     if not onsets:
         return None
     conf_of = policy("nvlink_degradation").confidence

@@ -17,7 +17,7 @@ from suanli.analysis.health import detect as hd
 from suanli.analysis.health import events as hw
 from suanli.analysis.window import Window
 from suanli.ingest.records import Event, SeriesKey
-from suanli.inventory.model import Gpu
+from suanli.inventory.model import Gpu, Job
 from suanli.store.api import Store
 
 __all__ = ["GAUGES", "InventoryLike", "collect"]
@@ -32,6 +32,8 @@ _PCI = re.compile(r"(?:[0-9a-f]{4,8}:)?([0-9a-f]{2}:[0-9a-f]{2})(?:\.[0-7])?", r
 class InventoryLike(Protocol):
     @property
     def gpus(self) -> Mapping[str, Gpu]: ...
+    @property
+    def jobs(self) -> Mapping[str, Job]: ...
 
 
 def _gpu_of_key(key: SeriesKey, inventory: InventoryLike, by_pci: Mapping[tuple[str, str], str]) -> str | None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from suanli.analysis.findings import Finding
 from suanli.analysis.jobs.events import JobEventsConfig, job_findings
+from suanli.analysis.jobs.gpu_fall import fallen_together
 from suanli.analysis.jobs.steps import stall_time, step_times
 from suanli.analysis.result import EntityValues
 from suanli.analysis.window import Window, resolve_window
@@ -37,4 +38,8 @@ def analyze(store: Store, inventory: Inventory, window: Window | None = None,
         ends, durs = step_times(store, job, win)
         return stall_time(ends, durs, before_ts, cfg.stall_steps) if len(ends) else None
 
-    return JobEventsResult(job_findings(events, inventory, cfg, stalled_at))
+    def fell(job: str, from_s: float, to_s: float) -> str | None:
+        gpus = sorted({r.gpu for r in inventory.jobs[job].ranks})
+        return fallen_together(store, job, gpus, win.start, from_s, to_s if to_s > from_s else win.end)
+
+    return JobEventsResult(job_findings(events, inventory, cfg, stalled_at, fell))

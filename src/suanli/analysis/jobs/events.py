@@ -64,9 +64,12 @@ def _hang_onset(events: list[Event]) -> float:
 
 def job_findings(events: Iterable[Event], inventory: Inventory,
                  config: JobEventsConfig = JobEventsConfig(),
-                 stalled_at: Callable[[str, float], float | None] | None = None) -> list[Finding]:
+                 stalled_at: Callable[[str, float], float | None] | None = None,
+                 fell: Callable[[str, float, float], str | None] | None = None) -> list[Finding]:
     """Findings from the records; ``stalled_at(job, before_ts)`` says when a job's stall became
-    visible in its steps (None when it cannot tell), to date a hang's detection."""
+    visible in its steps (None when it cannot tell), to date a hang's detection; ``fell(job,
+    from_s, to_s)`` describes how the job's GPUs fell together over the hang (its job-wide
+    symptoms, counted in its evidence)."""
     by_job: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for ev in events:
         if ev.kind not in ("cuda_oom", "nccl_timeout"):
@@ -95,6 +98,9 @@ def job_findings(events: Iterable[Event], inventory: Inventory,
             if stall is not None and stall < first.ts:
                 evidence.append(f"{job} finished no step after {to_rfc3339(stall)} "
                                 f"({config.stall_steps:g} median step times after its last one)")
+            line = fell(job, onset, first.ts) if fell is not None else None
+            if line is not None:
+                evidence.append(line)
             detected = max(onset, min(first.ts, stall if stall is not None else first.ts))
             findings.append(Finding(
                 "collective_hang", "job", job, onset, None, config.hang_confidence, tuple(evidence),

@@ -1,0 +1,99 @@
+"""Job-wide symptoms: one alert on most of a job's GPUs (or NICs) at once is the job's, not theirs.
+
+When a job stalls, stops, restarts or slows, its GPUs' NVLink traffic, tensor activity,
+utilisation and power fall together, and its NICs go quiet together: a per-GPU rule such as
+"NVLink under 1 GB/s while busy" then fires on every GPU of the job. Those are symptoms of
+whatever stopped the job, not faults of their own. An alert on a GPU (or NIC) is job-wide when
+the same alert fires, at overlapping times, on at least ``share`` of the part's peers doing the
+same work (GPUs: :func:`suanli.analysis.health.peers.work_peers`; NICs: the NICs of the job's
+other GPUs, the members of its collectives). A job-wide alert loses ``direct``: it never opens an
+incident; it joins the incident whose fault reaches the job (a hang at the job, a lost GPU, a
+down NIC, slow storage) and is counted in its evidence there, or stays unexplained. A fault on one
+part among steady peers still fires alone and keeps ``direct``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from suanli.analysis.health.peers import gpu_jobs, work_peers
+from suanli.incidents.model import Incident, Signal
+from suanli.inventory import Inventory
+
+__all__ = ["JobWideConfig", "fold_job_wide", "job_wide_evidence"]
+
+_KINDS = ("gpu", "nic")
+_ALERTS = ("rule", "alertmanager")
+
+
+@dataclass(frozen=True)
+class JobWideConfig:
+    share: float = 0.5
+    """An alert is job-wide when it also fires on at least this share of the part's peers."""
+
+
+def _peers(inv: Inventory) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """Part -> its peers doing the same work, and part -> its job (GPUs and the NICs they use)."""
+    peers = dict(work_peers(inv.gpus, inv.jobs))
+    job_of = gpu_jobs(inv.jobs)
+    nic_job: dict[str, str] = {}
+    job_nics: dict[str, set[str]] = defaultdict(set)
+    for gpu, job in job_of.items():
+        nic = inv.topology.nic_for_gpu(gpu) if gpu in inv.gpus else None
+        if nic is not None and nic not in nic_job:
+            nic_job[nic] = job
+            job_nics[job].add(nic)
+    for nic, job in nic_job.items():
+        peers[nic] = tuple(sorted(job_nics[job] - {nic}))
+    return peers, {**job_of, **nic_job}
+
+
+def _overlap(a: Signal, b: Signal) -> bool:
+    a_end = a.end if a.end is not None else float("inf")
+    b_end = b.end if b.end is not None else float("inf")
+    return a.start <= b_end and b.start <= a_end
+
+
+def fold_job_wide(signals: Sequence[Signal], inv: Inventory,
+                  config: JobWideConfig = JobWideConfig()) -> list[Signal]:
+    """The signals, with every job-wide alert made indirect and tagged with its job (module doc)."""
+    cands = [s for s in signals if s.source in _ALERTS and s.direct and s.entity_kind in _KINDS]
+    if not cands:
+        return list(signals)
+    peers, job_of = _peers(inv)
+    by_name: dict[tuple[str, str], list[Signal]] = defaultdict(list)
+    for s in cands:
+        by_name[(s.name, s.entity_id)].append(s)
+    folded: dict[int, str] = {}
+    for s in cands:
+        mates = peers.get(s.entity_id, ())
+        job = job_of.get(s.entity_id)
+        if not mates or job is None:
+            continue
+        firing = sum(1 for p in mates if any(_overlap(s, o) for o in by_name.get((s.name, p), ())))
+        if firing >= config.share * len(mates):
+            folded[id(s)] = job
+    return [dataclasses.replace(s, direct=False, job_wide=folded[id(s)]) if id(s) in folded else s
+            for s in signals]
+
+
+def job_wide_evidence(incidents: Sequence[Incident]) -> None:
+    """Each incident's job-wide alerts counted in one line per (job, alert) of its evidence."""
+    for inc in incidents:
+        parts: Mapping[tuple[str, str], set[str]] = _count(inc.signals)
+        for (job, name), ids in sorted(parts.items()):
+            line = (f"{name} fired on {len(ids)} parts of {job} together: job-wide symptoms of this "
+                    f"incident, not {len(ids)} faults")
+            if line not in inc.evidence:
+                inc.evidence.append(line)
+
+
+def _count(signals: Sequence[Signal]) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for s in signals:
+        if s.job_wide is not None:
+            out[(s.job_wide, s.name)].add(s.entity_id)
+    return out
