@@ -1,7 +1,7 @@
-"""Reapply each of issue 20's nine surviving bugs (bench/bugs/*.patch) and check the suite fails on it.
+"""Reapply each of issue 20's nine surviving bugs (bench/mutation/bugs/*.patch) and check the suite fails on it.
 
-    .venv/bin/python bench/bugs.py            # each bug against the tests that should kill it
-    .venv/bin/python bench/bugs.py --full     # each bug against the whole suite (slow)
+    .venv/bin/python bench/mutation/bugs.py            # each bug against the tests that should kill it
+    .venv/bin/python bench/mutation/bugs.py --full     # each bug against the whole suite (slow)
 
 Each patch is applied to the work tree with ``git apply``, pytest runs, and the patch is reverted
 (``git apply -R``) whatever happens. Exit 1 if some bug survives, or if a patch no longer applies
@@ -15,12 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BUGS = ROOT / "bench" / "bugs"
+ROOT = Path(__file__).resolve().parents[2]
+BUGS = ROOT / "bench" / "mutation" / "bugs"
 
 #: bug patch -> the tests written to kill it (issue 20, "Deliver" item 1)
 KILLERS: dict[str, list[str]] = {
-    "01_mfu_mean_of_steps": ["tests/analysis/ledger/test_catch_ledger.py"],
+    "01_mfu_mean_of_steps": ["tests/analysis/ledger/test_catch_ledger.py", "tests/analysis/ledger/test_props.py"],
     "02_tokens_no_tp_pp": ["tests/analysis/ledger/test_catch_ledger.py"],
     "03_union_last_end": ["tests/analysis/ledger/test_catch_ledger.py"],
     "03b_profile_union_last_end": ["tests/analysis/ledger/test_catch_ledger.py"],

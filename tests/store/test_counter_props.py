@@ -1,0 +1,72 @@
+"""Counter rates and increases against a brute-force reading of Prometheus' reset rule: walk the
+finite samples in order; between two of them the increase is ``b - a`` when ``b >= a`` and ``b``
+(the counter restarted from zero) when ``b < a``. Both the store's counter math
+(:mod:`suanli.store.counters`) and the health analysis' (:func:`counter_delta`) must agree with it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from suanli.analysis.health.events import counter_delta
+from suanli.store.counters import counter_increase, counter_rate
+
+sample = st.one_of(st.integers(0, 1000).map(float), st.just(math.nan), st.just(math.inf))
+
+
+def _brute(ts: list[float], vs: list[float]) -> list[tuple[float, float, float]]:
+    """(time, increase, seconds since the previous finite sample) per finite sample after the first."""
+    out: list[tuple[float, float, float]] = []
+    prev: tuple[float, float] | None = None
+    for t, v in zip(ts, vs, strict=True):
+        if not (math.isfinite(v) and math.isfinite(t)):
+            continue
+        if prev is not None:
+            out.append((t, v - prev[1] if v >= prev[1] else v, t - prev[0]))
+        prev = (t, v)
+    return out
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(sample, max_size=25), st.lists(st.sampled_from([0.0, 15.0, 30.0]), max_size=25))
+def test_rate_and_increase_follow_the_reset_rule(vs: list[float], gaps: list[float]) -> None:
+    n = min(len(vs), len(gaps))
+    vs = vs[:n]
+    ts = list(np.cumsum(gaps[:n]) + 1000.0)
+    want = _brute(ts, vs)
+    got_t, got_rate = counter_rate(np.array(ts, dtype=np.float64), np.array(vs, dtype=np.float64))
+    assert got_t.tolist() == [t for t, _, _ in want]
+    for (_, inc, dt), r in zip(want, got_rate.tolist(), strict=True):
+        if dt > 0:
+            assert r == inc / dt
+        else:
+            assert math.isnan(r)          # two samples at one time: no rate
+    total = counter_increase(np.array(vs, dtype=np.float64))
+    finite = [v for v in vs if math.isfinite(v)]
+    if len(finite) < 2:
+        assert total is None
+    else:
+        assert total == sum(inc for _, inc, _ in _brute(list(range(len(vs))), vs))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(sample, max_size=25))
+def test_counter_delta_follows_the_reset_rule(vs: list[float]) -> None:
+    ts = [15.0 * i for i in range(len(vs))]
+    want = _brute(ts, vs)
+    cd = counter_delta(np.array(ts, dtype=np.float64), np.array(vs, dtype=np.float64))
+    by_t = {t: inc for t, inc, _ in want}
+    assert cd.increments.tolist() == [by_t.get(t, 0.0) for t in ts]
+    assert cd.total == sum(by_t.values())
+    assert cd.resets == sum(1 for a, b in zip([v for v in vs if math.isfinite(v)],
+                                              [v for v in vs if math.isfinite(v)][1:], strict=False) if b < a)
+    finite = [v for v in vs if math.isfinite(v)]
+    if finite:
+        assert (cd.first_value, cd.last_value) == (finite[0], finite[-1])
+        moved = [t for t, inc, _ in want if inc > 0]
+        assert cd.onset_s == (moved[0] if moved else None)
+    else:
+        assert math.isnan(cd.first_value) and cd.total == 0.0
