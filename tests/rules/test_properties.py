@@ -9,7 +9,6 @@ from suanli.rules.conditions import parse_condition, parse_duration
 from suanli.rules.export import prom_duration
 from suanli.rules.names import METRICS
 
-
 _piece = st.sampled_from([*sorted(METRICS)[:8], "sudden_increase(", "xid(48)", "xid", "health_score",
                           ">", ">=", "<", "==", "!=", " ", "85", "1e3", "-2.5", "/min", "/s", "/fortnight",
                           " for 5m", " for 3x", " within 24h", ")", ","])
