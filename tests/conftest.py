@@ -36,6 +36,12 @@ _RAN: list[str] = []
 """External servers and tools the running test located or started (cleared per test)."""
 
 
+def examples(n: int) -> int:
+    """Hypothesis ``max_examples``: ``n``, or a fifth of it (at least 10) under ``make mutate``
+    (``SUANLI_MUTATE`` set), where the properties run once per mutant."""
+    return max(n // 5, 10) if os.environ.get("SUANLI_MUTATE") else n
+
+
 def in_ci() -> bool:
     """Whether this is CI: ``CI`` set to anything other than "", "0" or "false"."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from suanli.incidents.inhibit import apply_inhibitions
 from suanli.rules import InhibitRule, parse_matcher
+from tests.conftest import examples
 
 LABELS = ("alertname", "gpu", "sev")
 VALUES = ("a", "b", "")
@@ -63,7 +64,7 @@ rule = st.tuples(st.lists(matcher, max_size=2), st.lists(matcher, max_size=2),
 edges = st.sets(st.tuples(st.sampled_from(ENTITIES), st.sampled_from(ENTITIES)), max_size=5)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(st.lists(alert, min_size=1, max_size=6), st.lists(rule, min_size=1, max_size=3), edges)
 def test_inhibition_is_alertmanagers_rule(raw: list[tuple[dict[str, str], str, str]],
                                           raw_rules: list[tuple[list[str], list[str], list[str], str | None]],

@@ -18,7 +18,7 @@ from suanli.ingest.log_head import parse_head
 from suanli.ingest.logs import LogConfig, parse_log_lines, read_log
 from suanli.ingest.otlp import OtlpConfig, read_otlp
 from suanli.ingest.records import Event, IngestReport
-from tests.conftest import shared_path
+from tests.conftest import examples, shared_path
 from tests.ingest.test_logs_support import InventoryResolver
 
 SCENARIOS = ("healthy", "switch_port_errors", "pcie_riser")
@@ -215,7 +215,7 @@ def test_collapse_keeps_different_messages_apart_and_is_bounded() -> None:
 XID_LINE = f"{_iso(T0)} node-1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(lines=st.lists(st.text(max_size=120), max_size=20), at=st.integers(0, 20))
 def test_arbitrary_text_around_a_good_record(lines: list[str], at: int) -> None:
     # Junk never hides a good record: an Xid 79 line planted among arbitrary text is found once,

@@ -20,7 +20,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from suanli.ingest.otlp import parse_otlp_json_line, parse_otlp_proto, read_otlp
 from suanli.ingest.records import IngestReport, Span
-from tests.conftest import shared_path
+from tests.conftest import examples, shared_path
 from tests.ingest.test_logs_support import InventoryResolver
 from tests.otlp_json import request_line, span
 
@@ -223,7 +223,7 @@ def _well_formed(spans: list[Any], report: IngestReport, source: str) -> None:
     assert all(r.startswith(source) and "\n" not in r for r in report.reasons)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=examples(150), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=400))
 def test_arbitrary_bytes_give_well_formed_spans_and_keep_a_good_line(tmp_path: Path, data: bytes) -> None:
@@ -249,7 +249,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
                      max_leaves=30)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(doc=_json, text=st.text(max_size=200))
 def test_arbitrary_json_and_text_give_well_formed_spans(doc: Any, text: str) -> None:
     for line in (json.dumps(doc), text):

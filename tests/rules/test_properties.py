@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from suanli.rules.conditions import parse_condition, parse_duration
 from suanli.rules.export import prom_duration
 from suanli.rules.names import METRICS
+from tests.conftest import examples
 
 _piece = st.sampled_from([*sorted(METRICS)[:8], "sudden_increase(", "xid(48)", "xid", "health_score",
                           ">", ">=", "<", "==", "!=", " ", "85", "1e3", "-2.5", "/min", "/s", "/fortnight",
@@ -16,7 +17,7 @@ conditions = st.one_of(st.text(max_size=60), st.lists(_piece, max_size=8).map(""
 KINDS = {"metric", "rate", "ratio", "sudden", "event", "analysis"}
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(conditions)
 def test_a_condition_parses_to_a_fixed_point_or_says_why_not(text: str) -> None:
     # Any text either fails with one ValueError line that quotes what is wrong (the

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from suanli.analysis.health.events import counter_delta
 from suanli.store.counters import counter_increase, counter_rate
+from tests.conftest import examples
 
 sample = st.one_of(st.integers(0, 1000).map(float), st.just(math.nan), st.just(math.inf))
 
@@ -30,7 +31,7 @@ def _brute(ts: list[float], vs: list[float]) -> list[tuple[float, float, float]]
     return out
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(st.lists(sample, max_size=25), st.lists(st.sampled_from([0.0, 15.0, 30.0]), max_size=25))
 def test_rate_and_increase_follow_the_reset_rule(vs: list[float], gaps: list[float]) -> None:
     n = min(len(vs), len(gaps))
@@ -52,7 +53,7 @@ def test_rate_and_increase_follow_the_reset_rule(vs: list[float], gaps: list[flo
         assert total == sum(inc for _, inc, _ in _brute(list(range(len(vs))), vs))
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(st.lists(sample, max_size=25))
 def test_counter_delta_follows_the_reset_rule(vs: list[float]) -> None:
     ts = [15.0 * i for i in range(len(vs))]

@@ -15,6 +15,7 @@ from suanli.analysis.health.degradation import (
     fit_nhpp,
 )
 from tests.analysis.health.test_degradation import T_DAYS, _fleet
+from tests.conftest import examples
 
 N = 300
 
@@ -47,7 +48,7 @@ def test_95_percent_intervals_cover_at_95_percent() -> None:
     assert covered90 < covered95
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@settings(max_examples=examples(80), deadline=None, derandomize=True)
 @given(st.lists(st.tuples(st.floats(0, 100), st.integers(1, 20)), min_size=1, max_size=30),
        st.sampled_from([0.8, 0.9, 0.95]))
 def test_the_interval_is_the_weighted_equal_tailed_one(draws: list[tuple[float, int]], level: float) -> None:

@@ -15,8 +15,9 @@ from suanli.analysis.ledger.job import JobInputs, build_job_ledger
 from suanli.analysis.profile.intervals import intersection_length, merge, union_length
 from suanli.inventory import parse_inventory
 from tests.analysis.ledger.test_ledger_frames import Row, make_frame, split_rows
+from tests.conftest import examples
 
-FAST = settings(max_examples=150, deadline=None, derandomize=True)
+FAST = settings(max_examples=examples(150), deadline=None, derandomize=True)
 GRID = 40                          # interval ends are integers in [0, GRID]: brute force = unit cells
 
 interval = st.tuples(st.integers(0, GRID), st.integers(0, GRID))
