@@ -71,3 +71,19 @@ def test_counter_delta_follows_the_reset_rule(vs: list[float]) -> None:
         assert cd.onset_s == (moved[0] if moved else None)
     else:
         assert math.isnan(cd.first_value) and cd.total == 0.0
+
+
+def test_hand_worked_counter_cases() -> None:
+    # two samples are enough for an increase: 5 -> 7 is +2
+    assert counter_increase(np.array([5.0, 7.0])) == 2.0
+    # flat, then a fractional rise: 0 + 0.5 (no reset: a reset is a drop, not a small rise)
+    assert counter_increase(np.array([5.0, 5.0, 5.5])) == 0.5
+    # a drop is a restart from zero: the increase is the new value, 3
+    assert counter_increase(np.array([5.0, 3.0])) == 3.0
+    assert counter_increase(np.array([5.0])) is None
+    assert counter_increase(np.array([np.nan, 5.0, np.inf])) is None
+    # rates: 0 -> 30 in 15 s = 2/s; 30 -> 10 (reset) = 10 in 15 s = 2/3 per s
+    t, r = counter_rate(np.array([0.0, 15.0, 30.0]), np.array([0.0, 30.0, 10.0]))
+    assert t.tolist() == [15.0, 30.0] and r.tolist() == [2.0, 10.0 / 15.0]
+    t, r = counter_rate(np.array([0.0]), np.array([1.0]))
+    assert len(t) == 0 and len(r) == 0
