@@ -42,7 +42,7 @@ RESULT_MD = ROOT / "bench" / "results" / "mutation.md"
 class Module:
     path: str
     tests: tuple[str, ...]
-    timeout_s: float = 120.0
+    timeout_s: float = 300.0
 
 
 MODULES: dict[str, Module] = {
