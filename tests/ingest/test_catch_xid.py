@@ -90,3 +90,15 @@ def test_xid_line_fields(line: str, pid: str, process: str, code: int, pci: str)
     assert got.pci == pci
     # the rest of the line, after pid and name, is the Xid's text
     assert got.attrs["text"] == line.split(f"name={process}, ")[1]
+
+
+def test_catalogue_entries_are_known_and_immutable() -> None:
+    import dataclasses
+
+    from suanli.ingest.xid import xid_catalog, xid_info
+
+    assert all(info.known for info in xid_catalog().values())
+    assert xid_info(48).known and not xid_info(9999).known
+    # the catalogue is cached and shared: an entry cannot be changed in place
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        xid_info(48).severity = "info"  # type: ignore[misc]

@@ -87,3 +87,6 @@ def test_hand_worked_counter_cases() -> None:
     assert t.tolist() == [15.0, 30.0] and r.tolist() == [2.0, 10.0 / 15.0]
     t, r = counter_rate(np.array([0.0]), np.array([1.0]))
     assert len(t) == 0 and len(r) == 0
+    # two samples at one time have no rate (NaN, not inf): 1 -> 3 in 0 s
+    t, r = counter_rate(np.array([0.0, 0.0]), np.array([1.0, 3.0]))
+    assert t.tolist() == [0.0] and np.isnan(r[0])
