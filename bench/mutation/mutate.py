@@ -183,8 +183,13 @@ class Score:
     survivors: list[dict[str, str]]
 
     @property
+    def equivalent(self) -> int:
+        return sum(1 for v in self.survivors if v["why"].startswith("equivalent"))
+
+    @property
     def percent(self) -> float:
-        done = self.total - self.pending
+        """Killed over the mutants run, equivalent ones left out (no test can kill them)."""
+        done = self.total - self.pending - self.equivalent
         return 100.0 * self.killed / done if done else float("nan")
 
 
@@ -228,13 +233,14 @@ def write_report(names: list[str]) -> Path:
     out = ["## mutation", "",
            "Mutation testing with cosmic-ray 8.7 (`make mutate`, `bench/mutation/mutate.py`): per module, the "
            "mutants of the classic operator set, each run against that module's tests. Killed includes "
-           "timeouts; \"not run\" were left when time ran out.", "",
-           "| module | file | mutants | killed | survived | not run | score |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+           "timeouts; equivalent survivors (no input tells them apart) are left out of the score; \"not run\" "
+           "were left when time ran out.", "",
+           "| module | file | mutants | killed | survived | equivalent | not run | score |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in scores:
-        survived = s.total - s.pending - s.killed
+        survived = s.total - s.pending - s.killed - s.equivalent
         out.append(f"| {s.name} | `{MODULES[s.name].path}` | {s.total} | {s.killed} | {survived} | "
-                   f"{s.pending} | {s.percent:.1f} % |")
+                   f"{s.equivalent} | {s.pending} | {s.percent:.1f} % |")
     for s in scores:
         if not s.survivors:
             continue

@@ -95,3 +95,20 @@ def test_inhibition_is_alertmanagers_rule(raw: list[tuple[dict[str, str], str, s
     # without a topology, upstream rules mute nothing
     plain = apply_inhibitions(alerts, rules)
     assert set(plain.muted) <= set(expected)
+
+
+def test_the_stage_mutes_signals_but_never_symptoms() -> None:
+    from suanli.incidents.inhibit import inhibit
+    from suanli.incidents.model import Signal
+
+    def sig(source: str, name: str, ref: str) -> Signal:
+        return Signal(source, name, "gpu", "g0", 0.0, labels=(("alertname", name), ("gpu", "g0")), ref=ref)
+
+    rule = InhibitRule("r", (parse_matcher('alertname="hot"'),), (parse_matcher('alertname="low"'),), ("gpu",))
+    signals = [sig("rule", "hot", "a1"), sig("rule", "low", "a2"), sig("symptom", "low", "s1"),
+               sig("symptom", "hot", "s2")]
+    got = inhibit(signals, [rule])
+    # a2 (low on g0) is muted by a1 (hot on g0); the symptom s1 matches the target too but is a
+    # finding's projection, never muted, and the symptom s2 mutes nothing (a2 only names a1)
+    assert [(s.ref, s.muted_by) for s in got] == [("a1", ()), ("a2", ("a1",)), ("s1", ()), ("s2", ())]
+    assert inhibit(signals, []) == signals
