@@ -90,3 +90,8 @@ def test_hand_worked_counter_cases() -> None:
     # two samples at one time have no rate (NaN, not inf): 1 -> 3 in 0 s
     t, r = counter_rate(np.array([0.0, 0.0]), np.array([1.0, 3.0]))
     assert t.tolist() == [0.0] and np.isnan(r[0])
+    # sub-second scrapes still have a rate: +1 in 0.5 s = 2/s
+    t, r = counter_rate(np.array([0.0, 0.5]), np.array([0.0, 1.0]))
+    assert r.tolist() == [2.0]
+    # any drop is a reset, however small: 5 -> 4.5 restarted from zero, increase 4.5
+    assert counter_increase(np.array([5.0, 4.5])) == 4.5
