@@ -228,6 +228,10 @@ def score(name: str) -> Score | None:
     return Score(name, total, killed, timeouts, pending, survivors)
 
 
+def _pct(x: float) -> str:
+    return "not run" if x != x else f"{x:.1f} %"
+
+
 def write_report(names: list[str]) -> Path:
     scores = [s for s in (score(n) for n in names) if s is not None]
     out = ["## mutation", "",
@@ -240,7 +244,10 @@ def write_report(names: list[str]) -> Path:
     for s in scores:
         survived = s.total - s.pending - s.killed - s.equivalent
         out.append(f"| {s.name} | `{MODULES[s.name].path}` | {s.total} | {s.killed} | {survived} | "
-                   f"{s.equivalent} | {s.pending} | {s.percent:.1f} % |")
+                   f"{s.equivalent} | {s.pending} | {_pct(s.percent)} |")
+    missing = [n for n in MODULES if n not in {s.name for s in scores}]
+    if missing:
+        out += ["", "Not run yet (no session): " + ", ".join(f"`{n}`" for n in missing) + "."]
     for s in scores:
         if not s.survivors:
             continue
