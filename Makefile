@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEBS := prometheus prometheus-alertmanager chromium victoria-metrics
 
-.PHONY: test demo install debs lint typecheck pytest bench clean proto
+.PHONY: test demo install debs lint typecheck pytest bench clean proto mutate bugs
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,15 @@ demo: $(STAMP)
 
 bench: $(STAMP) debs
 	$(BIN)/python bench/run.py
+
+# Mutation testing (slow: hours on 2 cores; not part of `make test`). MODULES=intervals xid ... limits it.
+mutate: $(STAMP)
+	$(BIN)/pip install -q cosmic-ray==8.7.0
+	$(BIN)/python bench/mutation/mutate.py $(MODULES)
+
+# Issue 20's nine bugs, reapplied one at a time: each must fail its tests.
+bugs: $(STAMP)
+	$(BIN)/python bench/mutation/bugs.py
 
 proto: $(STAMP)
 	$(BIN)/python proto/generate.py

@@ -7,8 +7,6 @@ Debian packages (``prometheus``, ``victoria-metrics``).
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -17,25 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import pytest
+
+from tests.conftest import in_ci, need_tool, ran_external
 
 __all__ = ["Server", "backfill_prometheus", "in_ci", "need", "om_to_prometheus_text", "start_prometheus",
            "start_victoria_metrics", "start_vmauth", "vm_import"]
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
-
-
 def need(binary: str) -> str:
     """The path of ``binary``; fails in CI, skips elsewhere, when it is not installed."""
-    path = shutil.which(binary)
-    if path is None:
-        msg = f"{binary} is not installed (make debs installs it)"
-        if in_ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return path
+    return need_tool(binary)
 
 
 def free_port() -> int:
@@ -77,6 +66,7 @@ def _wait_ready(server: Server, path: str, timeout_s: float = 60.0) -> None:
 
 
 def _spawn(name: str, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    ran_external(name)
     with log.open("wb") as fh:
         return subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 

@@ -25,7 +25,7 @@ from tests.backends.servers import (
     start_vmauth,
     vm_import,
 )
-from tests.conftest import shared_path
+from tests.conftest import ran_external, shared_path
 
 pytestmark = pytest.mark.integration
 SCENARIO = "switch_port_errors"
@@ -159,6 +159,7 @@ def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)                     # accepts connections into the backlog, never replies
+        ran_external("a loopback listener that never answers")
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         store = PromStore(PromConfig(url, timeout_s=0.5, retries=0, flavor="prometheus"), None, window=(0.0, 10.0))
         with pytest.raises(InputError, match="ReadTimeout") as err:

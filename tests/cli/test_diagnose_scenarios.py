@@ -164,5 +164,16 @@ def test_check_db_prints_maturity(ingested: tuple[Path, subprocess.CompletedProc
     proc = run("check", "--db", db)
     assert proc.returncode == 0, proc.stderr
     assert "maturity" in proc.stdout
-    for dim in ("coverage", "correlation", "decision"):
-        assert dim in proc.stdout
+    rows = {ln.split("│")[1].strip(): ln.split("│")[2].strip() for ln in proc.stdout.splitlines()
+            if ln.count("│") >= 3 and ln.split("│")[1].strip() in ("coverage", "correlation", "decision")}
+    assert set(rows) == {"coverage", "correlation", "decision"}
+    assert all(level in {"1", "2", "3", "4", "5"} for level in rows.values())
+    # coverage = how many of the five telemetry kinds the scenario has; switch_port_errors has all
+    # five: DCGM_* and node_infiniband_/suanli_switch_port_* series, suanli_sla_latency_seconds,
+    # train spans (traces.otlp.jsonl) and logs (kernel.log, trainer.log) -> L5
+    folder = shared_path("scenarios", "switch_port_errors")
+    om = (folder / "metrics.om").read_text()
+    kinds = ["\nDCGM_" in om, "\nnode_infiniband_" in om or "\nsuanli_switch_port_" in om,
+             "\nsuanli_sla_latency_seconds" in om, (folder / "traces.otlp.jsonl").stat().st_size > 0,
+             (folder / "kernel.log").stat().st_size > 0]
+    assert rows["coverage"] == str(sum(kinds)) == "5"

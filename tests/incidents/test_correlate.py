@@ -84,7 +84,10 @@ def test_alerts_without_findings(inv: Inventory) -> None:
             _alert("GPUUtilizationLow", "gpu", "node-007/gpu1")]   # spare node, nothing explains it
     incidents, left = correlate(sigs, inv)
     assert [(i.category, i.root_id) for i in incidents] == [("gpu_thermal", gpu)]
-    assert incidents[0].confidence == pytest.approx(0.5)
+    # alert-only incident: min(the seed alert's confidence 0.6, CorrelationConfig's
+    # alert_incident_confidence, 0.5 by default) = 0.5
+    assert CorrelationConfig().alert_incident_confidence == 0.5
+    assert incidents[0].confidence == pytest.approx(min(0.6, 0.5))
     assert incidents[0].alert_count == 2
     assert [s.entity_id for s in left] == ["node-007/gpu1"]
 

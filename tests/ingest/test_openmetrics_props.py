@@ -107,9 +107,16 @@ junk_lines = st.one_of(
 @given(st.lists(junk_lines, max_size=12))
 def test_any_text_gives_samples_or_counted_rejects(lines: list[str]) -> None:
     rep = IngestReport()
-    n = sum(len(ts) for _, ts, _ in parse_openmetrics("\n".join(lines), report=rep, arrival_ts=ARRIVAL_S))
-    assert n >= 0 and rep.rejected >= 0
+    text = "\n".join(lines)
+    n = sum(len(ts) for _, ts, _ in parse_openmetrics(text, report=rep, arrival_ts=ARRIVAL_S))
     assert rep.loaded.get("samples", 0) == n
+    # each physical line is at most one sample or one reject, and a reject names its line
+    n_lines = len(text.split("\n"))
+    assert n + rep.rejected <= n_lines
+    for reason in rep.reasons:
+        where, _, what = reason.partition(": ")
+        src, _, lineno = where.rpartition(":")
+        assert src == "<text>" and 1 <= int(lineno) <= n_lines and what and "\n" not in reason
 
 
 @DUCK_SETTINGS

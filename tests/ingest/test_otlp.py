@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from google.protobuf import json_format
 from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
@@ -19,7 +20,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from suanli.ingest.otlp import parse_otlp_json_line, parse_otlp_proto, read_otlp
 from suanli.ingest.records import IngestReport, Span
-from tests.conftest import shared_path
+from tests.conftest import examples, shared_path
 from tests.ingest.test_logs_support import InventoryResolver
 from tests.otlp_json import request_line, span
 
@@ -209,13 +210,35 @@ def test_protobuf_files_single_and_length_delimited(tmp_path: Path) -> None:
 
 # -- never raises ----------------------------------------------------------------------------
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+GOOD = _request(RES, [_span("00000000000000aa", "train_step", 10**18, 10**18 + 2 * 10**9, train__step=7)])
+
+
+def _well_formed(spans: list[Any], report: IngestReport, source: str) -> None:
+    """What any input may give: spans with OTLP-shaped ids and finite, ordered times; rejects as
+    one line each naming the source."""
+    for s in spans:
+        assert len(s.span_id) == 16 and int(s.span_id, 16) >= 0
+        assert len(s.trace_id) == 32 and int(s.trace_id, 16) >= 0
+        assert np.isfinite(s.start_s) and np.isfinite(s.end_s) and s.end_s >= s.start_s
+    assert all(r.startswith(source) and "\n" not in r for r in report.reasons)
+
+
+@settings(max_examples=examples(150), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=400))
-def test_arbitrary_bytes_never_raise(tmp_path: Path, data: bytes) -> None:
+def test_arbitrary_bytes_give_well_formed_spans_and_keep_a_good_line(tmp_path: Path, data: bytes) -> None:
     for name in ("x.pb", "x.jsonl", "x"):
         p = tmp_path / name
         p.write_bytes(data)
-        list(read_otlp(p, None, IngestReport()))
+        report = IngestReport()
+        _well_formed(list(read_otlp(p, None, report)), report, name)
+    # a junk line before a good JSON line does not lose it: the good span comes out with its step
+    # ("x " first, so that the junk is neither a gzip header nor the "{" of a pretty-printed file)
+    p = tmp_path / "y.jsonl"
+    p.write_bytes(b"x " + data.replace(b"\n", b" ") + b"\n" + GOOD.encode())
+    report = IngestReport()
+    got = [s for s in read_otlp(p, None, report) if s.span_id == "00000000000000aa"]
+    assert [(s.step, s.rank, s.end_s - s.start_s) for s in got] == [(7, 3, 2.0)]
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
@@ -226,11 +249,13 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
                      max_leaves=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(doc=_json, text=st.text(max_size=200))
-def test_arbitrary_json_and_text_never_raise(doc: Any, text: str) -> None:
-    parse_otlp_json_line(json.dumps(doc), None, IngestReport())
-    parse_otlp_json_line(text, None, IngestReport())
+def test_arbitrary_json_and_text_give_well_formed_spans(doc: Any, text: str) -> None:
+    for line in (json.dumps(doc), text):
+        report = IngestReport()
+        spans = parse_otlp_json_line(line, None, report, source="otlp")
+        _well_formed(spans, report, "otlp")
 
 
 @settings(max_examples=100, deadline=None)

@@ -1,16 +1,12 @@
-"""Optional packages: skipped where they are not installed, but a failure in CI (``CI`` set),
-where `make install` puts them in (a missing tool in CI is a failure, never a skip)."""
+"""Optional packages (torch, lightning, transformers): skipped where they are not installed, a
+failure in CI, where `make install` puts them in (tests.conftest.missing)."""
 
 from __future__ import annotations
 
-import importlib
-import os
 from types import ModuleType
 
-import pytest
+from tests.conftest import need_module
 
 
 def need(module: str) -> ModuleType:
-    if os.environ.get("CI"):
-        return importlib.import_module(module)
-    return pytest.importorskip(module)
+    return need_module(module)

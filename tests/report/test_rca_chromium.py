@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from suanli.cli.diagnose import open_diagnosis
 from suanli.pipeline.rca import rca_data
 from suanli.report.rca import write_rca
-from tests.conftest import shared_path
+from tests.conftest import need_tool, shared_path
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -23,10 +22,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.fail("chromium is not installed: `make test` installs the Debian package `chromium`")
-    return exe
+    return need_tool("chromium", "chromium-browser")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ rule-test engine on a window of a public scenario, fires exactly the alerts suan
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,13 +21,15 @@ from suanli.rules import (
     to_alertmanager,
     to_prometheus,
 )
-from tests.conftest import shared_path
+from tests.conftest import need_tool, shared_path
 from tests.rules.fakes import FakeStore
 from tests.rules.scenario_data import load_scenario
 
-PROMTOOL = shutil.which("promtool")
-AMTOOL = shutil.which("amtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (make debs)")
+
+@pytest.fixture
+def promtool() -> str:
+    """promtool's path: a skip on a developer's machine without it, a failure in CI."""
+    return need_tool("promtool")
 
 
 def test_translations() -> None:
@@ -56,13 +57,12 @@ def test_translations() -> None:
                      "health_score is an analysis output (not a metric)"]
 
 
-@needs_promtool
 @pytest.mark.integration
-def test_promtool_and_amtool_accept_the_default_pack(tmp_path: Path) -> None:
+def test_promtool_and_amtool_accept_the_default_pack(tmp_path: Path, promtool: str) -> None:
     rs = load_rules(None)
     text, notes = to_prometheus(rs)
     (tmp_path / "rules.yml").write_text(text)
-    out = subprocess.run([str(PROMTOOL), "check", "rules", str(tmp_path / "rules.yml")], capture_output=True,
+    out = subprocess.run([promtool, "check", "rules", str(tmp_path / "rules.yml")], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     exported = len(yaml.safe_load(text)["groups"][0]["rules"])
@@ -70,9 +70,7 @@ def test_promtool_and_amtool_accept_the_default_pack(tmp_path: Path) -> None:
     assert exported + sum(n.endswith("not exported") or " not exported:" in n for n in notes) == len(rs.rules)
     am, am_notes = to_alertmanager(rs)
     (tmp_path / "am.yml").write_text(am)
-    if AMTOOL is None:
-        pytest.skip("amtool not installed")
-    out = subprocess.run([str(AMTOOL), "check-config", str(tmp_path / "am.yml")], capture_output=True, text=True,
+    out = subprocess.run([need_tool("amtool"), "check-config", str(tmp_path / "am.yml")], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and "SUCCESS" in out.stdout, out.stdout + out.stderr
     topo = [r for r in rs.inhibit_rules if r.topology]
@@ -146,9 +144,8 @@ def _canonical(labels: dict[str, str]) -> dict[str, str]:
     return out
 
 
-@needs_promtool
 @pytest.mark.integration
-def test_promtool_fires_what_suanli_fires(tmp_path: Path) -> None:
+def test_promtool_fires_what_suanli_fires(tmp_path: Path, promtool: str) -> None:
     inv, store, _, start, end = load_scenario(shared_path("scenarios", "pcie_riser"))
     n = int((end - start) // STEP_S) + 1
     grid, inputs = _grid(store, start, n)
@@ -190,14 +187,13 @@ def test_promtool_fires_what_suanli_fires(tmp_path: Path) -> None:
                                                           for i in inputs],
                       "alert_rule_test": tests}]}
     (tmp_path / "test.yml").write_text(yaml.safe_dump(doc, sort_keys=False, width=100000))
-    out = subprocess.run([str(PROMTOOL), "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True,
+    out = subprocess.run([promtool, "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
 
 
-@needs_promtool
 @pytest.mark.integration
-def test_exported_xid_rule_fires_in_promtool(tmp_path: Path) -> None:
+def test_exported_xid_rule_fires_in_promtool(tmp_path: Path, promtool: str) -> None:
     # DCGM's last-Xid gauge shows 79 at 30 s and 45 s; the exported xid(79) (within 1h) fires from the
     # 30 s evaluation and is still firing at 10 m (the code was seen within the hour)
     rs = parse_rules("rules:\n  - name: lost\n    scope: gpu\n    conditions:\n      all:\n        - xid(79)\n")
@@ -218,6 +214,6 @@ def test_exported_xid_rule_fires_in_promtool(tmp_path: Path) -> None:
                           {"eval_time": "10m", "alertname": "lost",
                            "exp_alerts": [{"exp_labels": labels, "exp_annotations": ann}]}]}]}
     (tmp_path / "test.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    out = subprocess.run([str(PROMTOOL), "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True,
+    out = subprocess.run([promtool, "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr

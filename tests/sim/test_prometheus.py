@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import time
@@ -12,6 +11,7 @@ import httpx
 import pytest
 
 from suanli.sim import simulate
+from tests.conftest import need_tool
 
 pytestmark = pytest.mark.integration
 
@@ -33,18 +33,17 @@ def _pick_sample(metrics: Path) -> tuple[str, str, float, float]:
 
 @pytest.mark.slow
 def test_backfill_and_query(tmp_path: Path) -> None:
-    if not (shutil.which("promtool") and shutil.which("prometheus")):
-        pytest.skip("promtool / prometheus not installed")
+    promtool, prometheus = need_tool("promtool"), need_tool("prometheus")
     d = simulate("healthy", tmp_path / "s", seed=7, nodes=2, minutes=5)
     db = tmp_path / "db"
-    done = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(d / "metrics.om"), str(db)],
+    done = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(d / "metrics.om"), str(db)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     node, gpu, value, ts = _pick_sample(d / "metrics.om")
     cfg = tmp_path / "prometheus.yml"
     cfg.write_text("global:\n  scrape_interval: 15s\n")
     port = _free_port()
-    proc = subprocess.Popen(["prometheus", f"--storage.tsdb.path={db}", f"--web.listen-address=127.0.0.1:{port}",
+    proc = subprocess.Popen([prometheus, f"--storage.tsdb.path={db}", f"--web.listen-address=127.0.0.1:{port}",
                              f"--config.file={cfg}", "--storage.tsdb.retention.time=100y"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

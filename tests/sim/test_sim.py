@@ -127,11 +127,10 @@ def test_storage_slow_grows_only_its_readers(tmp_path: Path) -> None:
 
 
 def test_inventory_loads_with_project_loader(tmp_path: Path) -> None:
-    inventory = pytest.importorskip("suanli.inventory")
-    if not hasattr(inventory, "load_inventory"):
-        pytest.skip("suanli.inventory.load_inventory not there yet")
+    from suanli.inventory import load_inventory
+
     d = simulate("healthy", tmp_path / "s", seed=0, nodes=4, minutes=2)
-    inv = inventory.load_inventory(d / "inventory.yaml")
+    inv = load_inventory(d / "inventory.yaml")
     assert len(inv.nodes) == 4
     assert len(inv.gpus) == 32
 

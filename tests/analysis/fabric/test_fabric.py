@@ -169,9 +169,10 @@ def test_nic_side_ber_is_optical_at_the_nic() -> None:
 
 
 def test_link_down_and_series_stop_is_nic_down() -> None:
+    down = np.where(np.arange(N) >= 40, 1.0, 0.0)     # link_downed counts from sample 40 on
+
     def fault(store: DuckStore, rng: np.random.Generator) -> None:
         nic = "node-002/mlx5_1"
-        down = np.where(np.arange(N) >= 40, 1.0, 0.0)
         # the NIC's series end at sample 41: write them again (last write wins) with nothing later
         store.add_samples(_key("node_infiniband_link_downed_total", "nic", nic), TS[:42], down[:42])
 
@@ -183,7 +184,12 @@ def test_link_down_and_series_stop_is_nic_down() -> None:
     store.flush()
     res = analyze(store, INV)
     assert [(f.category, f.entity_id) for f in res.findings] == [("nic_down", "node-002/mlx5_1")]
+    # link_downed is 0 at sample 39 and 1 at sample 40: the link went down inside (TS[39], TS[40]],
+    # so the earliest it can have happened, the finding's start, is the last sample still at 0
+    # (TS[39]); it was seen at TS[40].
+    assert down[39] == 0.0 and down[40] == 1.0
     assert res.findings[0].start == TS[39]
+    assert res.findings[0].start < TS[40]
 
 
 def _healthy_without(store: DuckStore, rng: np.random.Generator, nic: str, stop_at: int) -> None:

@@ -15,7 +15,7 @@ from suanli.analysis.health import events as hw
 from suanli.analysis.health.overrides import load_overrides, record_override
 from suanli.ingest.records import Event, SeriesKey
 from suanli.inventory.model import Gpu
-from suanli.store.api import Series
+from suanli.store.duck import DuckStore
 
 T0 = 1_773_000_000.0
 STEP_S = 15.0
@@ -24,46 +24,6 @@ FAULT_S = T0 + 600.0               # faults start at minute 10
 PCI = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 
 Mutate = Callable[[str, str, np.ndarray, np.ndarray], np.ndarray]
-
-
-class MemStore:
-    """The read side of the Store protocol over dicts (the DuckStore is tested by its owner; these
-    tests pin the analysis, not the backend). Last write wins per (series, timestamp)."""
-
-    def __init__(self) -> None:
-        self.data: dict[SeriesKey, tuple[np.ndarray, np.ndarray]] = {}
-        self.evs: list[Event] = []
-
-    def add_samples(self, key: SeriesKey, ts: np.ndarray, values: np.ndarray) -> None:
-        self.data[key] = (np.asarray(ts, dtype=float), hw.clean(np.asarray(values, dtype=float)))
-
-    def add_events(self, events: list[Event]) -> None:
-        self.evs.extend(events)
-
-    def flush(self) -> None:
-        pass
-
-    def series(self, metric: str, entity_ids: object = None, start: float | None = None,
-               end: float | None = None) -> list[Series]:
-        out = []
-        for k, (t, v) in self.data.items():
-            if k.metric != metric:
-                continue
-            sel = (t >= (start if start is not None else -np.inf)) & (t <= (end if end is not None else np.inf))
-            order = np.argsort(t[sel])
-            out.append(Series(k, t[sel][order], v[sel][order]))
-        return out
-
-    def events(self, entity_ids: object = None, kinds: list[str] | None = None, start: float | None = None,
-               end: float | None = None) -> list[Event]:
-        return sorted((e for e in self.evs if kinds is None or e.kind in kinds), key=lambda e: e.ts)
-
-    def time_range(self) -> tuple[float, float] | None:
-        ts = [t for t, _ in self.data.values() if len(t)] + [np.array([e.ts]) for e in self.evs]
-        if not ts:
-            return None
-        allts = np.concatenate(ts)
-        return float(allts.min()), float(allts.max())
 
 
 def _baseline(metric: str, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -87,9 +47,9 @@ def _baseline(metric: str, rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def build(tmp_path: Path, mutate: Mutate | None = None, events: list[Event] = (), nodes: int = 4,
-          seed: int = 5) -> tuple[MemStore, SimpleNamespace]:
+          seed: int = 5) -> tuple[DuckStore, SimpleNamespace]:
     rng = np.random.default_rng(seed)
-    store = MemStore()
+    store = DuckStore(None)     # the real store: raw values (sentinels included) reach analyze
     ts = T0 + STEP_S * np.arange(N_STEPS)
     gpus = {}
     for n in range(1, nodes + 1):
@@ -136,7 +96,7 @@ def test_noisy_healthy_fleet_has_no_finding(tmp_path: Path) -> None:
             v[50:] = 0                                      # exporter restart: counter reset
         if gid == "node-001/gpu5" and metric == hw.GPU_TEMP:
             v[10:14] = np.nan                               # missing readings
-            v[20] = 2147483632.0                            # DCGM blank sentinel
+            v[20:32] = 2147483632.0                         # DCGM blank for 3 min: no reading, not heat
         if gid.startswith("node-004/") and metric in (hw.GPU_TEMP, hw.POWER, hw.SM_CLOCK, hw.GPU_UTIL):
             v[70:] = np.nan                                 # a whole node's exporter goes quiet: not a GPU fault
         if gid == "node-002/gpu0" and metric == hw.GPU_TEMP:

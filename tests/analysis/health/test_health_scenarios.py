@@ -15,9 +15,10 @@ HW = {"gpu_memory_degradation", "gpu_memory_failure", "gpu_lost", "gpu_thermal",
 
 def _run(name: str):  # type: ignore[no-untyped-def]
     folder = shared_path("scenarios", name)
-    store_mod = pytest.importorskip("suanli.store.duck")
-    loader = pytest.importorskip("suanli.ingest.load")
-    inv_loader = pytest.importorskip("suanli.inventory.loader")
+    from suanli.ingest import load as loader
+    from suanli.inventory import loader as inv_loader
+    from suanli.store import duck as store_mod
+
     store = store_mod.DuckStore(None)
     loader.load_paths([folder], store)
     truth = json.loads((folder / "truth.json").read_text())

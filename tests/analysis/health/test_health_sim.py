@@ -18,10 +18,11 @@ HW = {"gpu_memory_degradation", "gpu_memory_failure", "gpu_lost", "gpu_thermal",
                                       "pcie_riser", "nvlink_degradation", "gpu_straggler", "healthy",
                                       "mixed_port_thermal"])
 def test_simulated_hardware_faults(scenario: str, tmp_path: Path) -> None:
-    sim = pytest.importorskip("suanli.sim")
-    duck = pytest.importorskip("suanli.store.duck")
-    loader = pytest.importorskip("suanli.ingest.load")
-    inv_loader = pytest.importorskip("suanli.inventory.loader")
+    from suanli import sim
+    from suanli.ingest import load as loader
+    from suanli.inventory import loader as inv_loader
+    from suanli.store import duck
+
     folder = sim.simulate(scenario, tmp_path / scenario, seed=101, nodes=8)
     truth = json.loads((folder / "truth.json").read_text())
     store = duck.DuckStore(None)

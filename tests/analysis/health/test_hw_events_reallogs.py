@@ -32,7 +32,8 @@ def _expected(description: str) -> str | None:
 
 
 def _events(folder: str, name: str) -> list:  # type: ignore[type-arg]
-    logs = pytest.importorskip("suanli.ingest.logs")
+    from suanli.ingest import logs
+
     return list(logs.read_log(shared_path("realdata", "logs", folder, name), None, IngestReport()))
 
 

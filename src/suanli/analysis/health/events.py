@@ -97,6 +97,7 @@ XID_CATEGORY: dict[int, str] = {
     64: "gpu_memory_failure",      # ECC page retirement / row remapper failure
     94: "gpu_memory_failure",      # contained ECC error
     95: "gpu_memory_failure",      # uncontained ECC error
+    140: "gpu_memory_failure",     # unrecovered ECC error (catalogue: RESET_GPU)
     92: "gpu_memory_degradation",  # high single-bit ECC error rate
     79: "gpu_lost",                # GPU has fallen off the bus
     119: "gpu_lost",               # GSP RPC timeout

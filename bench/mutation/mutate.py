@@ -1,0 +1,295 @@
+"""Mutation testing (cosmic-ray) of the modules that compute answers; ``make mutate`` runs it.
+
+    .venv/bin/python bench/mutation/mutate.py                 # every module below (hours on 2 cores)
+    .venv/bin/python bench/mutation/mutate.py intervals xid   # only those
+    .venv/bin/python bench/mutation/mutate.py --report        # rewrite the results from the sessions
+
+Each module is mutated in a scratch copy of the repository (``$TMPDIR/suanli-mutate/wt``, with
+``../shared`` linked beside it), so the work tree is never touched and other work can go on. The
+tests that run per mutant are the module's own (``MODULES``), with ``-x``: the first failure kills
+the mutant. A mutant whose tests time out counts as killed (cosmic-ray's convention). Sessions
+are kept in ``bench/mutation/sessions/<module>.sqlite`` (git-ignored), so an interrupted run goes
+on where it stopped. The scores, the survivors and their explanation (``EXPLAINED``) are written
+to ``bench/results/mutation.md`` and gathered into ``bench/RESULTS.md``.
+
+The operator set is the classic one (arithmetic and comparison swaps, boundaries, negation,
+boolean and/or, True/False, numbers +-1, break/continue, zero-iteration loops), not cosmic-ray's
+full cross product of every binary operator with every other one (mostly bit shifts on floats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+SESSIONS = HERE / "sessions"
+RESULT_MD = ROOT / "bench" / "results" / "mutation.md"
+
+
+@dataclass(frozen=True)
+class Module:
+    path: str
+    tests: tuple[str, ...]
+    timeout_s: float = 300.0
+
+
+MODULES: dict[str, Module] = {
+    "intervals": Module("src/suanli/analysis/ledger/intervals.py",
+                        ("tests/analysis/ledger/test_catch_ledger.py", "tests/analysis/ledger/test_props.py",
+                         "tests/analysis/ledger/test_goodput.py")),
+    "profile_intervals": Module("src/suanli/analysis/profile/intervals.py",
+                                ("tests/analysis/ledger/test_catch_ledger.py", "tests/analysis/ledger/test_props.py",
+                                 "tests/analysis/test_profile_hand.py", "tests/analysis/test_profile_props.py")),
+    "counters": Module("src/suanli/store/counters.py",
+                       ("tests/store/test_counter_props.py", "tests/rules/test_series_math.py")),
+    "xid": Module("src/suanli/ingest/xid.py", ("tests/ingest/test_xid.py", "tests/ingest/test_catch_xid.py")),
+    "changepoint": Module("src/suanli/analysis/changepoint.py",
+                          ("tests/analysis/test_catch_changepoint.py", "tests/analysis/test_changepoint.py")),
+    "inhibit": Module("src/suanli/incidents/inhibit.py",
+                      ("tests/incidents/test_inhibit.py", "tests/incidents/test_inhibit_props.py")),
+    "correlate": Module("src/suanli/incidents/correlate.py",
+                        ("tests/incidents/test_catch_roots.py", "tests/incidents/test_correlate.py")),
+    "goodput": Module("src/suanli/analysis/ledger/goodput.py",
+                      ("tests/analysis/ledger/test_catch_ledger.py", "tests/analysis/ledger/test_goodput.py",
+                       "tests/analysis/ledger/test_props.py")),
+    "ledger_job": Module("src/suanli/analysis/ledger/job.py",
+                         ("tests/analysis/ledger/test_catch_ledger.py", "tests/analysis/ledger/test_props.py",
+                          "tests/analysis/ledger/test_ledger.py")),
+    "hw_events": Module("src/suanli/analysis/health/events.py",
+                        ("tests/ingest/test_catch_xid.py", "tests/store/test_counter_props.py",
+                         "tests/analysis/health/test_hw_events.py")),
+    "log_classify": Module("src/suanli/ingest/log_classify.py",
+                           ("tests/ingest/test_catch_xid.py", "tests/ingest/test_logs.py",
+                            "tests/ingest/test_logs_realdata.py")),
+    "degradation": Module("src/suanli/analysis/health/degradation.py",
+                          ("tests/analysis/health/test_catch_nhpp.py", "tests/analysis/health/test_degradation.py"),
+                          timeout_s=300.0),
+}
+
+KEEP = (
+    r"ReplaceBinaryOperator_(Add_Sub|Sub_Add|Mul_Div|Div_Mul|FloorDiv_Div|Pow_Mul|BitOr_BitAnd|BitAnd_BitOr)",
+    r"ReplaceComparisonOperator_(Lt_LtE|LtE_Lt|Gt_GtE|GtE_Gt|Eq_NotEq|NotEq_Eq|Lt_Gt|Gt_Lt|LtE_GtE|GtE_LtE"
+    r"|Is_IsNot|IsNot_Is|In_NotIn|NotIn_In)",
+    r"ReplaceUnaryOperator_(USub_UAdd|Delete_USub|Delete_Not|Delete_Invert)",
+    r"AddNot", r"ReplaceTrueWithFalse", r"ReplaceFalseWithTrue", r"ReplaceAndWithOr", r"ReplaceOrWithAnd",
+    r"ReplaceBreakWithContinue", r"ReplaceContinueWithBreak", r"NumberReplacer", r"ZeroIterationForLoop",
+)
+EXCLUDE = "core/(?!(" + "|".join(KEEP) + ")$).*"
+
+#: Survivors examined and found equivalent (no input tells them apart), or out of reach of a
+#: test for a stated reason: (module, operator, the mutated source line stripped) -> why.
+EXPLAINED: dict[tuple[str, str, str], str] = {
+    ("counters", "NumberReplacer", "if len(ts) < 2:"):
+        "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
+        "give the same two empty arrays",
+}
+ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
+
+
+def _explain(name: str, op: str, line: str) -> str:
+    if op == "ReplaceBinaryOperator_BitOr_BitAnd" and (line.startswith("def ") or re.match(r"^\w+: [^=]*\|", line)
+                                                        or re.search(r"\) -> .*\|", line)):
+        return ANNOTATION
+    return EXPLAINED.get((name, op, line), "")
+
+
+def _scratch() -> Path:
+    base = Path(os.environ.get("SUANLI_MUTATE_DIR", Path(tempfile.gettempdir()) / "suanli-mutate"))
+    wt = base / "wt"
+    if wt.exists():
+        shutil.rmtree(wt)
+    wt.mkdir(parents=True)
+    for part in ("src", "tests", "pyproject.toml"):
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, wt / part)
+    link = base / "shared"
+    if not link.exists():
+        link.symlink_to(ROOT.parent / "shared")
+    return wt
+
+
+def _config(name: str, mod: Module, wt: Path, python: str) -> Path:
+    tests = " ".join(mod.tests)
+    text = f"""[cosmic-ray]
+module-path = "{mod.path}"
+timeout = {mod.timeout_s}
+excluded-modules = []
+test-command = "{python} {HERE / 'warm.py'} run {wt / 'warm.sock'} {mod.timeout_s} -x -q -p no:cacheprovider {tests}"
+
+[cosmic-ray.distributor]
+name = "local"
+
+[cosmic-ray.filters.operators-filter]
+exclude-operators = [{json.dumps(EXCLUDE)}]
+"""
+    path = wt / f"cr-{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _cr(tool: str) -> str:
+    """A cosmic-ray executable next to this interpreter, else on PATH (COSMIC_RAY_BIN overrides)."""
+    override = os.environ.get("COSMIC_RAY_BIN")
+    if override:
+        return str(Path(override).parent / tool)
+    here = Path(sys.executable).parent / tool
+    return str(here) if here.exists() else (shutil.which(tool) or tool)
+
+
+def run_module(name: str, wt: Path, python: str) -> None:
+    mod = MODULES[name]
+    cfg = _config(name, mod, wt, python)
+    env = {**os.environ, "PYTHONPATH": str(wt / "src"), "PYTHONDONTWRITEBYTECODE": "1", "SUANLI_MUTATE": "1"}
+    base = subprocess.run([python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mod.tests],
+                          cwd=wt, env=env, capture_output=True, text=True, check=False)
+    if base.returncode != 0:
+        raise SystemExit(f"{name}: the tests fail without any mutation:\n{base.stdout[-2000:]}")
+    SESSIONS.mkdir(exist_ok=True)
+    session = SESSIONS / f"{name}.sqlite"
+    if not session.exists():
+        subprocess.run([_cr("cosmic-ray"), "init", str(cfg), str(session)], cwd=wt, env=env, check=True)
+        subprocess.run([_cr("cr-filter-operators"), str(session), str(cfg)], cwd=wt, env=env, check=True)
+    server = subprocess.Popen([python, str(HERE / "warm.py"), "serve", str(wt / "warm.sock")], cwd=wt, env=env)
+    try:
+        for _ in range(600):                    # the server is up once its socket exists
+            if (wt / "warm.sock").exists():
+                break
+            time.sleep(0.1)
+        subprocess.run([_cr("cosmic-ray"), "exec", str(cfg), str(session)], cwd=wt, env=env, check=True)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+@dataclass
+class Score:
+    name: str
+    total: int
+    killed: int
+    timeouts: int
+    pending: int
+    survivors: list[dict[str, str]]
+
+    @property
+    def equivalent(self) -> int:
+        return sum(1 for v in self.survivors if v["why"].startswith("equivalent"))
+
+    @property
+    def percent(self) -> float:
+        """Killed over the mutants run, equivalent ones left out (no test can kill them)."""
+        done = self.total - self.pending - self.equivalent
+        return 100.0 * self.killed / done if done else float("nan")
+
+
+def _line(path: Path, start: list[int]) -> str:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines[start[0] - 1].strip() if 0 < start[0] <= len(lines) else "?"
+
+
+def score(name: str) -> Score | None:
+    session = SESSIONS / f"{name}.sqlite"
+    if not session.exists():
+        return None
+    out = subprocess.run([_cr("cosmic-ray"), "dump", str(session)], capture_output=True, text=True, check=True)
+    total = killed = timeouts = pending = 0
+    survivors: list[dict[str, str]] = []
+    for row in out.stdout.splitlines():
+        item, result = json.loads(row)
+        total += 1
+        if result is None:
+            pending += 1
+            continue
+        if result.get("worker_outcome") == "skipped":
+            total -= 1
+            continue
+        if result.get("worker_outcome") == "timeout":
+            timeouts += 1
+            killed += 1
+        elif result.get("test_outcome") in ("killed", "incompetent"):
+            killed += 1
+        else:
+            mut = item["mutations"][0]
+            line = _line(ROOT / MODULES[name].path, mut["start_pos"])
+            op = mut["operator_name"].removeprefix("core/")
+            survivors.append({"line": str(mut["start_pos"][0]), "operator": op, "source": line,
+                              "why": _explain(name, op, line)})
+    return Score(name, total, killed, timeouts, pending, survivors)
+
+
+def _pct(x: float) -> str:
+    return "not run" if x != x else f"{x:.1f} %"
+
+
+def write_report(names: list[str]) -> Path:
+    scores = [s for s in (score(n) for n in names) if s is not None]
+    out = ["## mutation", "",
+           "Mutation testing with cosmic-ray 8.7 (`make mutate`, `bench/mutation/mutate.py`): per module, the "
+           "mutants of the classic operator set, each run against that module's tests. Killed includes "
+           "timeouts; equivalent survivors (no input tells them apart) are left out of the score; \"not run\" "
+           "were left when time ran out.", "",
+           "| module | file | mutants | killed | survived | equivalent | not run | score |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for s in scores:
+        survived = s.total - s.pending - s.killed - s.equivalent
+        out.append(f"| {s.name} | `{MODULES[s.name].path}` | {s.total} | {s.killed} | {survived} | "
+                   f"{s.equivalent} | {s.pending} | {_pct(s.percent)} |")
+    missing = [n for n in MODULES if n not in {s.name for s in scores}]
+    if missing:
+        out += ["", "Not run yet (no session): " + ", ".join(f"`{n}`" for n in missing) + "."]
+    for s in scores:
+        if not s.survivors:
+            continue
+        out += ["", f"### survivors: {s.name}", ""]
+        for v in s.survivors:
+            why = v["why"] or "not yet examined"
+            out.append(f"- line {v['line']}, {v['operator']}: `{v['source']}` — {why}")
+    RESULT_MD.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return RESULT_MD
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("modules", nargs="*", help=f"of: {', '.join(MODULES)}")
+    ap.add_argument("--report", action="store_true", help="only rewrite the results from the sessions")
+    ap.add_argument("--retest", action="store_true",
+                    help="run the survivors of the sessions again against the current tests")
+    args = ap.parse_args(argv)
+    names = args.modules or list(MODULES)
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        ap.error(f"unknown module(s): {', '.join(unknown)}")
+    python = os.environ.get("MUTATE_PYTHON", sys.executable)
+    if args.retest:
+        for name in names:
+            session = SESSIONS / f"{name}.sqlite"
+            if session.exists():
+                with sqlite3.connect(session) as db:
+                    db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+    if not args.report:
+        wt = _scratch()
+        for name in names:
+            print(f"== {name}", flush=True)
+            run_module(name, wt, python)
+            write_report(list(MODULES))
+    print(f"wrote {write_report(list(MODULES))}")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import gather  # the one place RESULTS.md is assembled
+
+    print(f"wrote {gather()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The CUSUM onset rule (issue 20): the onset is the first sample since S was last 0 that is
+itself at least half-way to the new level (and >= min_shift_sigma), so a lone blip of baseline noise
+before the real change does not back-date it; on a ramp the half-way point is the onset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from suanli.analysis.changepoint import ChangeConfig, sudden_increase
+
+SIGMA = 1.4826        # baseline alternating 99 / 101: median 100, MAD 1 -> sigma = 1.4826 x 1
+STEP_S = 15.0
+
+
+def _series(z_after_baseline: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """10 baseline samples (99, 101, ...) then the given robust z-scores, 15 s apart."""
+    base = [99.0, 101.0] * 5
+    x = np.array(base + [100.0 + z * SIGMA for z in z_after_baseline])
+    return np.arange(len(x)) * STEP_S, x
+
+
+def test_a_blip_before_the_change_does_not_backdate_the_onset() -> None:
+    # 40 samples: n_base = max(5, int(40 x 0.25)) = 10 (indices 0..9).
+    # 10..19 at the level (z = 0: S stays 0, last zero at 19); 20: a 3-sigma blip (S = 3 - 0.5
+    # = 2.5); 21..23 at z = 0.5 (S + 0.5 - 0.5: stays 2.5 > 0); 24..39 at z = 10 (clipped to 4:
+    # S = 6, 9.5, 13 > h = 10 -> alarm at 26). Search from 20 (after the last zero).
+    # Half-way bar = max(2, 0.5 x median(z[26:]) = 5) = 5: the blip (3) and 0.5s fail it,
+    # the first z = 10 sample (index 24) passes -> onset at 24 x 15 s = 360 s. A fixed 2-sigma bar
+    # would take the blip at index 20 (300 s) since median(z[20:]) = 10 >= 2.
+    ts, x = _series([0.0] * 10 + [3.0] + [0.5] * 3 + [10.0] * 16)
+    assert len(x) == 40
+    cp = sudden_increase(ts, x)
+    assert cp is not None
+    assert cp.onset_s == 24 * STEP_S
+    assert cp.detected_at_s == 26 * STEP_S
+    assert cp.before == pytest.approx(100.0)
+    assert cp.after == pytest.approx(100.0 + 10.0 * SIGMA)
+    assert cp.score == pytest.approx(10.0)
+
+
+def test_on_a_ramp_the_onset_is_the_half_way_point() -> None:
+    # After 10 level samples the value climbs 1 sigma per sample to 12 and stays (z = 1, 2, ..., 12,
+    # then 12 x 14). CUSUM from index 20: S = 0.5, 2, 4.5, 8, 11.5 > 10 (5 clipped to 4) -> alarm at z = 5
+    # (index 24); S was 0 last at 19 -> search from 20. median(z[24:]) = 12 -> bar = 6: the first
+    # sample at >= 6 sigma is z = 6, index 25 (after the alarm, within ramp_samples = 8).
+    ramp = [float(k) for k in range(1, 13)]
+    ts, x = _series([0.0] * 10 + ramp + [12.0] * 14)
+    cp = sudden_increase(ts, x)
+    assert cp is not None
+    assert cp.onset_s == 25 * STEP_S
+    # detected at the later of onset and alarm: the onset (25) is after the alarm (24)
+    assert cp.detected_at_s == 25 * STEP_S
+
+
+def test_a_burst_that_does_not_last_is_no_change_unless_restarts_allow() -> None:
+    # 10 level samples, 4 samples at z = 8 (clipped to 4: S = 3.5, 7, 10.5 > 10: alarm at the
+    # third), then back to the level for 16 samples: median after any candidate < 2 sigma -> none.
+    burst = [0.0] * 10 + [8.0] * 4 + [0.0] * 16
+    ts, x = _series(burst)
+    assert sudden_increase(ts, x) is None
+    # The same burst, then 24 level samples and a lasting step (z = 6 from index 48 on), 60
+    # samples in all (n_base = 15: still median 100, MAD 1). Without restarts: the burst's alarm at
+    # 22 has no lasting onset (median(z[20:]) = 0, 24 of its 40 samples are 0) -> None.
+    # With one restart the CUSUM starts over at 23 (S back to 0 by 30); z = 6 is clipped to 4:
+    # S = 3.5, 7, 10.5 > 10 -> alarm at 50, onset at 48 (z = 6 >= max(2, 0.5 x 6) and
+    # median(z[48:]) = 6) -> 48 x 15 s = 720 s, detected at 50 x 15 s = 750 s.
+    ts2, x2 = _series([0.0] * 10 + [8.0] * 4 + [0.0] * 24 + [6.0] * 12)
+    assert sudden_increase(ts2, x2) is None
+    cp = sudden_increase(ts2, x2, ChangeConfig(max_restarts=1))
+    assert cp is not None and cp.onset_s == 48 * STEP_S and cp.detected_at_s == 50 * STEP_S
