@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from suanli.ingest.bounded import OutOfBounds
 from suanli.ingest.files import open_bytes
 from suanli.ingest.log_classify import Classified, add_aer_detail, classify, collapse_text
 from suanli.ingest.log_collapse import Collapser
@@ -81,7 +82,11 @@ class _LogParser:
     def feed(self, lineno: int, line: str) -> list[Event]:
         line = line.rstrip("\r\n")
         self.lines_read += 1
-        head = parse_head(line, self.year)
+        try:
+            head = parse_head(line, self.year)
+        except OutOfBounds as exc:                  # one bad number: the line is rejected alone
+            self.report.reject(f"{self.source}:{lineno}: {exc}")
+            return self._finish()
         if head is not None and self._joins_traceback(head):
             return []
         if head is not None:
@@ -143,7 +148,7 @@ class _LogParser:
 
     def _set_year(self, ts: float) -> None:
         """The year of the last full timestamp, for spellings without one."""
-        if not 0 <= ts < 253402300800:
+        if not 0 <= ts < 253370764800:              # before 9999: the span's end is representable
             return
         self.year = time.gmtime(ts).tm_year
         self.year_span = (calendar.timegm((self.year, 1, 1, 0, 0, 0)), calendar.timegm((self.year + 1, 1, 1, 0, 0, 0)))
@@ -164,7 +169,11 @@ class _LogParser:
                 if unresolved:
                     self.report.add_unresolved("events")
                 return ready
-        ev = self._event(rec)
+        try:
+            ev = self._event(rec)
+        except OutOfBounds as exc:                  # one bad number: the record is rejected alone
+            self.report.reject(f"{self.source}:{rec.lineno}: {exc}")
+            return []
         out = self._route(ev)
         if fkey is not None and ev.kind != "aer" and not ev.attrs.get("inferred") and ev.host not in self.held_aer:
             if len(self.fast) > 50_000:
