@@ -42,10 +42,6 @@ __all__ = ["IDENTITY_KEYS", "Ident", "OtlpConfig", "OtlpParser", "normalise_attr
 
 _PROTO_SUFFIXES = (".pb", ".bin", ".binpb", ".protobuf")
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
-MIN_TS_S = 946_684_800.0
-"""2000-01-01: a span that starts or ends earlier is rejected (as metrics, ``OpenMetricsConfig``)."""
-MAX_TS_S = 4_102_444_800.0
-"""2100-01-01: a span that ends later is rejected, so no stray time stretches the window."""
 _ALIASES = {"nccl_group_id": "nccl.group_id", "nccl_rank": "nccl.rank"}
 IDENTITY_KEYS = ("job.id", "framework.pytorch.rank", "resource.gpu.id", "host.name", "nccl_group_id",
                   "nccl_rank")
@@ -212,11 +208,7 @@ class OtlpParser:
         return out
 
     def _own_ident(self, raw: RawSpan, res: dict[str, Any], res_ident: Ident) -> tuple[dict[str, Any], Ident]:
-        """A span's merged attributes and own ident; OutOfBounds for a time outside
-        [``MIN_TS_S``, ``MAX_TS_S``] or a step / rank no int64 holds."""
-        for name, ns in (("startTimeUnixNano", raw.start_ns), ("endTimeUnixNano", raw.end_ns)):
-            if not MIN_TS_S * 1e9 <= ns <= MAX_TS_S * 1e9:
-                raise OutOfBounds(f"{name} {ns}: outside 2000-01-01 .. 2100-01-01")
+        """A span's merged attributes and own ident; OutOfBounds for a step or rank no int64 holds."""
         if not raw.attrs:
             return res, res_ident
         merged = {**res, **normalise_attrs(raw.attrs)}
