@@ -103,7 +103,9 @@ def _open(browser: Any, html: str) -> tuple[Any, list[str], list[str]]:
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.add_init_script("window.__csp = []; document.addEventListener('securitypolicyviolation', "
                          "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")
-    page.set_content(html, wait_until="load")
+    page.route("http://report.invalid/rca.html",
+               lambda route: route.fulfill(body=html, content_type="text/html; charset=utf-8"))
+    page.goto("http://report.invalid/rca.html", wait_until="load")
     page.wait_for_function("document.querySelectorAll('.main-svg').length > 0", timeout=60_000)
     return page, errors, page.evaluate("window.__csp")
 
