@@ -36,9 +36,8 @@ HOSTILE = (CLOSE_SCRIPT, IMG, LINK, SVG)
 def _hostile(d: RcaData) -> RcaData:
     """The real report data with hostile text wherever telemetry reaches the page."""
     assert d.suspect is not None and d.hardware, "pcie_riser has a suspect with hardware panels"
-    panels = tuple(dataclasses.replace(p, lines=tuple(dataclasses.replace(ln, name=f"{ln.name} {CLOSE_SCRIPT}")
-                                                      for ln in p.lines) + (Line(LINK, p.lines[0].ts,
-                                                                                  p.lines[0].values),))
+    panels = tuple(dataclasses.replace(p, lines=(*(dataclasses.replace(ln, name=f"{ln.name} {CLOSE_SCRIPT}")
+                                                   for ln in p.lines), Line(LINK, p.lines[0].ts, p.lines[0].values)))
                    for p in d.hardware)
     incidents = [dataclasses.replace(i, evidence=(f"kernel: {IMG}", *i.evidence), root_id=f"{i.root_id}{SVG}")
                  for i in d.incidents]
