@@ -77,6 +77,6 @@ def read_alert_payloads(path: Path | None) -> tuple[dict[str, Any], ...]:
                     raise InputError(f"not JSON: {getattr(exc, 'msg', 'nested too deep')}", file=str(path),
                                      line=n) from None
                 lines.append(n)
-    for n, (item, line) in enumerate(zip(items, lines, strict=True)):
-        check_payload(item, str(path), line, f"payload {n}")
+    for n, (item, at) in enumerate(zip(items, lines, strict=True)):
+        check_payload(item, str(path), at, f"payload {n}")
     return tuple(items)
