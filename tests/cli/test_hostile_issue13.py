@@ -297,3 +297,27 @@ def test_empty_files_folders_and_link_loops_are_warnings_not_silence_or_a_hang(t
     assert time.monotonic() - t0 < 120 and math.isfinite(t0)
     loop = run("ingest", folder / "kernel.log", "--db", db)
     assert_one_line_error(loop.returncode, loop.stderr, "kernel.log")
+
+
+def test_a_crash_keeps_a_new_database_that_holds_good_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 13: with a new database, a crash deleted the file, and the good records of the whole run
+    from suanli.ingest import load
+
+    def crash(*_: object, **__: object) -> None:
+        raise RuntimeError("a bug in the log reader")
+
+    monkeypatch.setattr(load, "read_log", crash)                  # metrics load first, then the log crashes
+    folder = make_folder(tmp_path, "f", files={"metrics.om": _metrics(), "kernel.log": f"{HEAD.format(s=1)}{XID79}\n"})
+    db = tmp_path / "new.duckdb"
+    res = run("ingest", folder, "--db", db)
+    assert res.returncode == 1 and "RuntimeError: a bug in the log reader" in res.stderr
+    store = DuckStore(db, read_only=True)
+    try:
+        assert [Path(p).name for p in store.loaded_files()] == ["metrics.om"]
+        assert sum(len(s.ts) for s in store.series("DCGM_FI_DEV_GPU_TEMP")) == 5
+    finally:
+        store.close()
+    empty = tmp_path / "empty.duckdb"                              # nothing committed: no file left behind
+    bad = make_folder(tmp_path, "g", files={"kernel.log": f"{HEAD.format(s=1)}{XID79}\n"})
+    assert run("ingest", bad, "--db", empty).returncode == 1
+    assert not empty.exists()
