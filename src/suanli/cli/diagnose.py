@@ -125,4 +125,7 @@ def rca_cmd(console: Console, job: str, sla_id: str | None, start: str, end: str
     console.print(f"wrote {out_file}")
     if pdf is not None:
         console.print(f"wrote {html_to_pdf(out_file, pdf)}")
-    return 0
+    for line in diag.analysis_errors:            # the report is written, but incomplete
+        err.print(f"analysis error: {line.splitlines()[0] if line else line} (run with --debug for a "
+                  "traceback)", markup=False, highlight=False)
+    return ANALYSIS_FAILED if diag.analysis_errors else 0
