@@ -88,6 +88,14 @@ def open_diagnosis(folder: Path | None, db: Path | None, start: str | None, end:
     return diag, store, inventory
 
 
+def _analysis_status(diag: Diagnosis) -> int:
+    """One stderr line per failed analysis; ANALYSIS_FAILED when there is one, else 0."""
+    for line in diag.analysis_errors:
+        err.print(f"analysis error: {line.splitlines()[0] if line else line} (run with --debug for a "
+                  "traceback)", markup=False, highlight=False)
+    return ANALYSIS_FAILED if diag.analysis_errors else 0
+
+
 def diagnose_cmd(console: Console, folder: Path | None, db: Path | None, as_json: bool, start: str | None,
                  end: str | None, rules: Path | None, heatmap: Path | None, alerts: Path | None) -> int:
     from suanli.report import diagnosis_json, print_diagnosis, write_heatmap
@@ -103,10 +111,7 @@ def diagnose_cmd(console: Console, folder: Path | None, db: Path | None, as_json
         print(json.dumps(diagnosis_json(diag), indent=2))
     else:
         print_diagnosis(console, diag)
-    for line in diag.analysis_errors:            # the others' results are above; the run failed
-        err.print(f"analysis error: {line.splitlines()[0] if line else line} (run with --debug for a "
-                  "traceback)", markup=False, highlight=False)
-    return ANALYSIS_FAILED if diag.analysis_errors else 0
+    return _analysis_status(diag)             # the others' results are above; a failed one fails the run
 
 
 def rca_cmd(console: Console, job: str, sla_id: str | None, start: str, end: str, out_file: Path,
@@ -125,7 +130,4 @@ def rca_cmd(console: Console, job: str, sla_id: str | None, start: str, end: str
     console.print(f"wrote {out_file}")
     if pdf is not None:
         console.print(f"wrote {html_to_pdf(out_file, pdf)}")
-    for line in diag.analysis_errors:            # the report is written, but incomplete
-        err.print(f"analysis error: {line.splitlines()[0] if line else line} (run with --debug for a "
-                  "traceback)", markup=False, highlight=False)
-    return ANALYSIS_FAILED if diag.analysis_errors else 0
+    return _analysis_status(diag)             # the report is written, but incomplete
