@@ -97,6 +97,7 @@ def browser() -> Iterator[Any]:
 def _open(browser: Any, html: str) -> tuple[Any, list[str], list[str]]:
     ctx = browser.new_context()
     page = ctx.new_page()
+    page.set_default_timeout(180_000)                  # a 4.5 MB page on a loaded CI machine
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -105,7 +106,7 @@ def _open(browser: Any, html: str) -> tuple[Any, list[str], list[str]]:
     page.route("http://report.invalid/rca.html",
                lambda route: route.fulfill(body=html, content_type="text/html; charset=utf-8"))
     page.goto("http://report.invalid/rca.html", wait_until="load")
-    page.wait_for_function("document.querySelectorAll('.main-svg').length > 0", timeout=60_000)
+    page.wait_for_function("document.querySelectorAll('.main-svg').length > 0", timeout=180_000)
     return page, errors, page.evaluate("window.__csp")
 
 

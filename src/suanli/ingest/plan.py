@@ -76,7 +76,7 @@ def _entries(path: Path, plan: LoadPlan) -> list[Path]:
     out = []
     for p in sorted(path.iterdir()):
         why = _not_loadable(p)
-        if why is not None:
+        if why is not None and not (why == "empty" and _kind_of_file(p) == "inventory"):
             if _kind_of_file(p) is not None:
                 plan.skipped.append(f"{p}: {why}, skipped")
             continue
@@ -116,7 +116,7 @@ def plan_paths(paths: Sequence[Path]) -> LoadPlan:
         why = None if path.is_dir() else _not_loadable(path)
         if why is not None and why != "empty":
             raise InputError(why, file=str(path))
-        if why == "empty":
+        if why == "empty" and _kind_of_file(path) != "inventory":      # an empty inventory: its parser says so
             plan.skipped.append(f"{path}: empty, skipped")
             continue
         for entry in _entries(path, plan):

@@ -26,7 +26,7 @@ from suanli.pipeline.rca import Line, RcaData
 from suanli.report.heatmap import figure, has_probes
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["content_security_policy", "html_to_pdf", "render_rca", "write_rca"]
+__all__ = ["content_security_policy", "html_to_pdf", "plot_text", "render_rca", "script_json", "write_rca"]
 
 
 def _iso(ts: np.ndarray) -> list[str]:
@@ -47,7 +47,7 @@ def _titled(layout: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _script_json(value: Any) -> str:
+def script_json(value: Any) -> str:
     """JSON that cannot end the ``<script>`` it sits in: ``<``, ``>``, ``&`` and the JavaScript line
     separators are written as ``\\u`` escapes (the same value to the parser)."""
     text = json.dumps(value)
@@ -57,22 +57,22 @@ def _script_json(value: Any) -> str:
     return text
 
 
-def _plot_text(value: Any) -> Any:
+def plot_text(value: Any) -> Any:
     """Every string of a figure with ``&``, ``<``, ``>`` as entities: Plotly.js renders names, titles
     and hover text as a subset of HTML (``<a href>`` among it), and shows entities as the characters."""
     if isinstance(value, str):
         return html.escape(value, quote=False)
     if isinstance(value, dict):
-        return {k: _plot_text(v) for k, v in value.items()}
+        return {k: plot_text(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plot_text(v) for v in value]
+        return [plot_text(v) for v in value]
     return value
 
 
 def _fig(div: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
     layout = _titled({"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 360, **layout})
     return (f'<div id="{div}" class="plot"></div><script>Plotly.newPlot("{div}", '
-            f'{_script_json(_plot_text(data))}, {_script_json(_plot_text(layout))}, '
+            f'{script_json(plot_text(data))}, {script_json(plot_text(layout))}, '
             '{"displaylogo": false, "responsive": true});</script>')
 
 
