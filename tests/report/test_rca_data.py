@@ -8,7 +8,7 @@ import json
 from suanli.cli.diagnose import open_diagnosis
 from suanli.pipeline.rca import rca_data
 from suanli.report.heatmap import figure
-from suanli.report.rca import render_rca
+from suanli.report.rca import plot_text, render_rca, script_json
 from tests.conftest import shared_path
 
 
@@ -29,5 +29,5 @@ def test_the_riser_report_shows_the_suspect_and_the_same_heatmap() -> None:
                                                                          "allreduce", "optimizer"}
     assert diag.results.fabric is not None and data.heatmap is diag.results.fabric.heatmap
     html = render_rca(data)
-    assert json.dumps(figure(data.heatmap)[0]) in html          # the --heatmap figure, cell for cell
+    assert script_json(plot_text(figure(data.heatmap)[0])) in html   # the --heatmap figure, cell for cell
     assert "worst in window" not in html

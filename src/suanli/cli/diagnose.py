@@ -20,8 +20,10 @@ from suanli.pipeline import Diagnosis, Files, load_inputs, open_db, open_folder,
 from suanli.pipeline import diagnose as run_pipeline
 from suanli.store.duck import DuckStore
 
-__all__ = ["REPORT_FORMATS", "diagnose", "diagnose_cmd", "open_diagnosis", "rca", "rca_cmd"]
+__all__ = ["ANALYSIS_FAILED", "REPORT_FORMATS", "diagnose", "diagnose_cmd", "open_diagnosis", "rca", "rca_cmd"]
 
+ANALYSIS_FAILED = 1
+"""Exit status of ``diagnose`` when an analysis failed: its results are incomplete, never a quiet 0."""
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf"}
 
 
@@ -60,6 +62,7 @@ def open_diagnosis(folder: Path | None, db: Path | None, start: str | None, end:
                    config: Config | None = None) -> tuple[Diagnosis, DuckStore, Inventory]:
     """Diagnose a scenario folder or a database over the flags' window; the store stays open (the
     caller closes it). A bad flag or file is exit 2 before any data is read."""
+    from suanli.ingest.load import skipped_files
     from suanli.store.api import missing_inputs
 
     one_of = InputError("diagnose needs a scenario folder or --db FILE (one of them)")
@@ -71,6 +74,8 @@ def open_diagnosis(folder: Path | None, db: Path | None, start: str | None, end:
     if folder is not None:
         with progress_bar() as progress:
             store = open_folder(folder, cfg, progress)
+        for line in skipped_files(store):
+            err.print(f"warning: {line}", markup=False, highlight=False)
     elif db is not None:
         store = open_db(db, must_exist=True, config=cfg)
     else:
@@ -83,6 +88,14 @@ def open_diagnosis(folder: Path | None, db: Path | None, start: str | None, end:
         store.close()
         raise
     return diag, store, inventory
+
+
+def _analysis_status(diag: Diagnosis) -> int:
+    """One stderr line per failed analysis; ANALYSIS_FAILED when there is one, else 0."""
+    for line in diag.analysis_errors:
+        err.print(f"analysis error: {line.splitlines()[0] if line else line} (run with --debug for a "
+                  "traceback)", markup=False, highlight=False)
+    return ANALYSIS_FAILED if diag.analysis_errors else 0
 
 
 def diagnose_cmd(console: Console, folder: Path | None, db: Path | None, as_json: bool, start: str | None,
@@ -100,12 +113,9 @@ def diagnose_cmd(console: Console, folder: Path | None, db: Path | None, as_json
         write_heatmap(fabric.heatmap, heatmap)
     if as_json:
         print(json.dumps(diagnosis_json(diag), indent=2))
-        for line in diag.analysis_errors:
-            err.print(f"analysis error: {line} (run with --debug for a traceback)", markup=False,
-                      highlight=False)
     else:
         print_diagnosis(console, diag)
-    return 0
+    return _analysis_status(diag)             # the others' results are above; a failed one fails the run
 
 
 def rca_cmd(console: Console, job: str, sla_id: str | None, start: str, end: str, out_file: Path,
@@ -134,4 +144,4 @@ def rca_cmd(console: Console, job: str, sla_id: str | None, start: str, end: str
     console.print(f"wrote {out_file}")
     if pdf is not None:
         console.print(f"wrote {html_to_pdf(out_file, pdf)}")
-    return 0
+    return _analysis_status(diag)             # the report is written, but incomplete

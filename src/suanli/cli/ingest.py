@@ -63,7 +63,7 @@ def ingest_cmd(console: Console, paths: list[Path], db: Path, config: Config | N
             _remove_db(db)     # a new file that holds nothing; one with committed files is kept
     console.print(ingest_table(report))
     for reason in report.reasons[:10]:
-        tag = ("skipped" if reason.endswith("already loaded, skipped")
+        tag = ("skipped" if reason.endswith(", skipped")
                else "unplaced" if "not placed in time" in reason else "rejected")
         console.print(f"  {tag}: {reason}", markup=False, highlight=False)
     console.print(f"database: {db}")

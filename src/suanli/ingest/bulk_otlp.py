@@ -18,7 +18,8 @@ Exactness guard: whatever the fast path does not model exactly sends the whole f
 gzip, a BOM or a pretty-printed document, a line DuckDB cannot parse or without a
 ``resourceSpans`` list, snake_case or legacy field names, a span whose ``traceId`` / ``spanId`` /
 ``parentSpanId`` is not a plain 16/32-character string or whose ``name`` is not a plain non-empty
-string, start/end times that are not canonical integers or end before start, a parent id found
+string, start/end times that are not canonical integers or end before start, a step or rank no
+int64 holds (``OutOfBounds`` while decoding), a parent id found
 twice in one line, a parent in an earlier line that the bounded parent cache might have forgotten
 (or that got its own ident through that cache), a 64-bit hash collision between two distinct
 attribute lists. Attribute values need no guard: every distinct list is decoded by the Python

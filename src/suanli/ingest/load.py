@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from suanli.errors import InputError
 from suanli.ingest import bulk_om, bulk_otlp
@@ -36,7 +37,8 @@ from suanli.ingest.records import IngestReport, SeriesKey
 from suanli.ingest.sink import EventBatch, SampleBatch, Sink, SpanBatch, Transaction, batched
 from suanli.inventory import Inventory, Resolver, parse_inventory
 
-__all__ = ["RECORDS_PER_BATCH", "IngestConfig", "Progress", "load_logs", "load_metrics", "load_paths", "load_traces"]
+__all__ = ["RECORDS_PER_BATCH", "IngestConfig", "Progress", "load_logs", "load_metrics", "load_paths", "load_traces",
+           "skipped_files"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -75,9 +77,25 @@ def load_paths(paths: Sequence[Path], sink: Sink, progress: Progress | None = No
         total.merge(_load_file(kind, path, sink, resolver, text, cfg))
     for path in plan.unknown:
         total.reject(f"{path}: {UNKNOWN_KIND}")
+    for reason in plan.skipped:                   # a warning each, kept: an empty file is not silence
+        report = IngestReport(loaded={"files_skipped": 1}, reasons=[reason])
+        with sink.transaction(reason.split(": ", 1)[0]) as txn:
+            txn.commit(report)
+        total.merge(report)
     if progress is not None:
         progress("done", len(files), len(files))
     return total
+
+
+def skipped_files(store: HasReports) -> list[str]:
+    """What the loads into ``store`` skipped as unreadable (``path: empty, skipped``, a folder, a
+    link loop), for a verb to warn about."""
+    return [r for _, rep in store.reports() for r in rep.reasons
+            if r.endswith(", skipped") and not r.endswith("already loaded, skipped")]
+
+
+class HasReports(Protocol):
+    def reports(self) -> list[tuple[str, IngestReport]]: ...
 
 
 def _inventory(plan: LoadPlan, sink: Sink) -> tuple[Inventory | None, str | None]:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from suanli.ingest.bounded import bounded_float, bounded_int
 from suanli.inventory.normalize import PCI_IN_TEXT
 
 __all__ = ["Classified", "classify", "collapse_text", "parse_bytes"]
@@ -88,7 +89,7 @@ class Classified:
 
 def parse_bytes(number: str, unit: str) -> int:
     """``1.70``, ``GiB`` -> 1825361100 (binary prefixes are powers of 2, SI ones of 10)."""
-    return round(float(number) * _UNITS.get(unit, 1))
+    return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0)
 
 
 def collapse_text(message: str) -> str:
@@ -125,9 +126,9 @@ def _xid(text: str) -> Classified | None:
     attrs["text"] = rest.strip()
     cause = _XID_CAUSE.search(rest)
     if cause:
-        attrs["caused_by_xid"] = int(cause.group("code"))      # Xid 45 "caused by previous Xid N"
+        attrs["caused_by_xid"] = bounded_int(cause.group("code"), "Xid code", 0)   # Xid 45 "caused by previous Xid N"
     sev = "fatal" if _FATAL.search(rest) else None             # "Fatal" in the text: at least fatal
-    return Classified("xid", int(m.group("code")), severity=sev, pci=m.group("pci"), attrs=attrs)
+    return Classified("xid", bounded_int(m.group("code"), "Xid code", 0), severity=sev, pci=m.group("pci"), attrs=attrs)
 
 
 def _sxid(text: str) -> Classified | None:
@@ -137,16 +138,16 @@ def _sxid(text: str) -> Classified | None:
     m = _SXID.search(text)
     if m is None:
         return None
-    code, dev = int(m.group("code")), m.group("dev")
+    code, dev = bounded_int(m.group("code"), "SXid code", 0), m.group("dev")
     parts = [p.group("text").strip() for p in _SXID.finditer(text)
-             if int(p.group("code")) == code and p.group("dev") == dev]
+             if p.group("code") == m.group("code") and p.group("dev") == dev]
     attrs: dict[str, Any] = {"text": next((p for p in parts if not p.startswith(("Data", "Severity"))), parts[0]),
                              "nvswitch": dev}
     body = "\n".join(parts)
     for key, rx in _SXID_FIELDS:
         f = rx.search(body)
         if f:
-            attrs[key] = f.group(1) if key == "data" else int(f.group(1))
+            attrs[key] = f.group(1) if key == "data" else bounded_int(f.group(1), f"SXid {key}", 0)
     if "link" not in attrs and "engine_instance" in attrs:
         attrs["link"] = attrs["engine_instance"]          # the link's engine: its instance is the link
     sev = "fatal" if re.search(r"(?<!Non-)\bFatal\b", body) else (
@@ -180,7 +181,7 @@ def _aer(text: str) -> Classified | None:
             out.pci = head.group("src")
     sup = _AER_SUPPRESSED.search(text)
     if sup:
-        out.attrs["suppressed"] = int(sup.group("n"))
+        out.attrs["suppressed"] = bounded_int(sup.group("n"), "AER suppressed count", 0)
         out.severity = "corrected" if sup.group("sev").startswith("Correct") else "uncorrected"
     if re.search(r"can't recover|recovery failed", text):
         out.severity = "fatal"
@@ -223,7 +224,7 @@ def add_aer_detail(out: Classified, text: str) -> bool:
 def _rank(text: str) -> int | None:
     """The global rank a line names (``[rank3]:`` of torchrun, ``[Rank 3]`` of ProcessGroupNCCL)."""
     m = _RANK.search(text)
-    return int(m.group("rank") or m.group("rank2")) if m else None
+    return bounded_int(m.group("rank") or m.group("rank2"), "rank", 0) if m else None
 
 
 def _nccl(text: str) -> Classified | None:
@@ -235,35 +236,36 @@ def _nccl(text: str) -> Classified | None:
             k, v = f.group("k"), f.group("v")
             key = {"SeqNum": "seq_num", "OpType": "op_type", "NumelIn": "numel_in", "NumelOut": "numel_out",
                    "Timeout(ms)": "timeout_ms"}[k]
-            attrs[key] = v if key == "op_type" else int(v) if v.isdecimal() else v
+            attrs[key] = v if key == "op_type" else bounded_int(v, k, 0) if v.isdecimal() else v
         ran = _RAN_FOR.search(m.group("work"))
         if ran:
-            attrs["ran_for_ms"] = int(ran.group("ran"))
+            attrs["ran_for_ms"] = bounded_int(ran.group("ran"), "ran for ms", 0)
         return Classified("nccl_timeout", severity="fatal", rank=rank, attrs=attrs)
     old = _TIMEOUT_AT.search(text)                 # the older wording of the same timeout
     if old:
-        attrs = {"seq_num": int(old.group("seq"))}
+        attrs = {"seq_num": bounded_int(old.group("seq"), "NCCL work", 0)}
         if old.group("enq"):
-            attrs.update(last_enqueued=int(old.group("enq")), last_completed=int(old.group("done")))
+            attrs.update(last_enqueued=bounded_int(old.group("enq"), "last enqueued", 0),
+                         last_completed=bounded_int(old.group("done"), "last completed", 0))
         return Classified("nccl_timeout", severity="fatal", rank=rank, attrs=attrs)
     if not _NCCL_WARN.search(text):
         return None
     attrs = {}
     w = _WATCHDOG_WORK.search(text)
     if w:
-        attrs.update(seq_num=int(w.group("seq")), last_enqueued=int(w.group("enq")),
-                     last_completed=int(w.group("done")))
+        attrs.update(seq_num=bounded_int(w.group("seq"), "NCCL seq", 0), last_enqueued=bounded_int(w.group("enq"), "NCCL seq", 0),
+                     last_completed=bounded_int(w.group("done"), "NCCL seq", 0))
     pre = _NCCL_PREFIX.search(text)
     if pre:
-        attrs.update(nccl_host=pre.group("host"), cuda_dev=int(pre.group("dev")))
+        attrs.update(nccl_host=pre.group("host"), cuda_dev=bounded_int(pre.group("dev"), "CUDA device", 0))
     ev = _IB_EVENT.search(text)
     if ev:
         attrs["ib_event"] = ev.group("event")
     ib = _IB_COMPLETION.search(text)
     if ib:
-        attrs["ib_status"] = int(ib.group("status"))
+        attrs["ib_status"] = bounded_int(ib.group("status"), "IB status", 0)
         if ib.group("vendor"):
-            attrs["ib_vendor_err"] = int(ib.group("vendor"))
+            attrs["ib_vendor_err"] = bounded_int(ib.group("vendor"), "IB vendor error", 0)
     return Classified("nccl_warn", severity="warning", rank=rank, attrs=attrs)
 
 
@@ -282,7 +284,7 @@ def _oom(text: str) -> Classified | None:
     if free:
         attrs["free_bytes"] = parse_bytes(free.group("n"), free.group("unit"))
     if gpu:
-        attrs["gpu_index"] = int(gpu.group("gpu"))
+        attrs["gpu_index"] = bounded_int(gpu.group("gpu"), "GPU index", 0)
     return Classified("cuda_oom", severity="fatal", gpu_index=attrs.get("gpu_index"), rank=_rank(text), attrs=attrs)
 
 
@@ -326,7 +328,7 @@ def _checkpoint(text: str) -> Classified | None:
         return None
     what = m.group("what")
     phase = "load" if "load" in what else ("end" if what.startswith("successfully") else "start")
-    attrs: dict[str, Any] = {"phase": phase, "iteration": int(m.group("it"))}
+    attrs: dict[str, Any] = {"phase": phase, "iteration": bounded_int(m.group("it"), "checkpoint iteration", 0)}
     if m.group("path"):
         attrs["path"] = m.group("path")
     return Classified("checkpoint", severity="info", attrs=attrs)
@@ -336,7 +338,8 @@ def _iteration(text: str) -> Classified | None:
     m = _ITER.search(text)
     if m is None:
         return None
-    attrs: dict[str, Any] = {"iteration": int(m.group("it")), "train_iters": int(m.group("total"))}
+    attrs: dict[str, Any] = {"iteration": bounded_int(m.group("it"), "iteration", 0),
+                             "train_iters": bounded_int(m.group("total"), "train iterations", 0)}
     for part in m.group("fields").split("|"):
         key, sep, value = part.partition(":")
         if not sep:

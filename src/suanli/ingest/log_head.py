@@ -31,6 +31,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from suanli.ingest.bounded import bounded_int
+
 __all__ = ["Head", "parse_head"]
 
 _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
@@ -107,7 +109,7 @@ def _host_ident(rest: str, head: Head) -> Head:
     m = _HOST_IDENT.match(rest)
     if m and not m.group("host").endswith(":"):
         head.host, head.ident, head.message = m.group("host"), m.group("ident"), m.group("msg")
-        head.pid = int(m.group("pid")) if m.group("pid") else None
+        head.pid = bounded_int(m.group("pid"), "pid", 0) if m.group("pid") else None
     else:
         head.message = rest
     inner = _INNER_UPTIME.match(head.message)
@@ -125,7 +127,7 @@ def _journal(m: re.Match[str]) -> Head:
     frac = m.group("frac")
     msg = m.group("msg")
     head = Head(_iso_seconds(m) + (float("0." + frac) if frac else 0.0), msg, m.group("host"), m.group("ident"),
-                int(m.group("pid")) if m.group("pid") else None, local=m.group("tz") is None)
+                bounded_int(m.group("pid"), "pid", 0) if m.group("pid") else None, local=m.group("tz") is None)
     if msg[:1] == "[":
         inner = _INNER_UPTIME.match(msg)
         if inner:
@@ -159,7 +161,7 @@ def _iso(m: re.Match[str]) -> Head:
         head = Head(ts, rest, local=local)
         im = _IDENT.match(rest)
         if im and im.group("pid"):
-            head.ident, head.pid = im.group("ident"), int(im.group("pid"))
+            head.ident, head.pid = im.group("ident"), bounded_int(im.group("pid"), "pid", 0)
         return head
     return _host_ident(rest, Head(ts, rest, local=local))
 
@@ -187,7 +189,7 @@ def parse_head(line: str, year: int) -> Head | None:
             return _iso(iso)
         m = _KMSG.match(text)
         if m:
-            return Head(math.nan, m.group("msg"), uptime_s=int(m.group("usec")) / 1e6)
+            return Head(math.nan, m.group("msg"), uptime_s=bounded_int(m.group("usec"), "kmsg time", 0) / 1e6)
     if "]: " in text:
         tm = _TALOS.match(text)
         if tm:
@@ -238,11 +240,11 @@ def _parse_untimed(text: str, year: int) -> Head | None:
         if m.group("mo"):
             ts = _epoch(year, int(m.group("mo")), int(m.group("d")), int(m.group("h")), int(m.group("mi")),
                         int(m.group("s")), (m.group("frac") or "")[:6] or None)
-        return Head(ts, m.group("rest"), pid=int(m.group("pid")) if m.group("pid") else None,
-                    rank=int(m.group("rank")) if m.group("rank") else None, level=m.group("lvl"),
+        return Head(ts, m.group("rest"), pid=bounded_int(m.group("pid"), "pid", 0) if m.group("pid") else None,
+                    rank=bounded_int(m.group("rank"), "rank", 0) if m.group("rank") else None, level=m.group("lvl"),
                     local=True, yearless=True)
     m = _NCCL.match(text)
     if m:
-        return Head(math.nan, m.group("rest"), host=m.group("host"), pid=int(m.group("pid")),
+        return Head(math.nan, m.group("rest"), host=m.group("host"), pid=bounded_int(m.group("pid"), "pid", 0),
                     ident="nccl")
     return None

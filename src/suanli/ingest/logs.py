@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from suanli.ingest.bounded import OutOfBounds
 from suanli.ingest.files import open_bytes
 from suanli.ingest.log_classify import Classified, add_aer_detail, classify, collapse_text
 from suanli.ingest.log_collapse import Collapser
@@ -54,7 +55,12 @@ class _LogParser:
 
     def feed(self, lineno: int, line: str) -> list[Event]:
         out: list[Event] = []
-        for rec in self.records_in.feed(lineno, line):
+        try:
+            recs = self.records_in.feed(lineno, line)
+        except OutOfBounds as exc:                  # one bad number in a line's head: that line alone
+            self.report.reject(f"{self.source}:{lineno}: {exc}")
+            return out
+        for rec in recs:
             out.extend(self._finish(rec))
         return out
 
@@ -78,7 +84,11 @@ class _LogParser:
                 if unresolved:
                     self.report.add_unresolved("events")
                 return ready
-        ev = self._event(rec)
+        try:
+            ev = self._event(rec)
+        except OutOfBounds as exc:                  # one bad number: the record is rejected alone
+            self.report.reject(f"{self.source}:{rec.lineno}: {exc}")
+            return []
         out = self._route(ev)
         if (fkey is not None and ev.kind not in ("aer", "nccl_timeout") and not ev.attrs.get("inferred")
                 and ev.host not in self.held_aer):          # a repeated timeout line is a duplicate, not a count

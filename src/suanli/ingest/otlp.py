@@ -16,12 +16,14 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from suanli.ingest.bounded import OutOfBounds, bounded_int
 from suanli.ingest.files import open_bytes
 from suanli.ingest.otlp_decode import (
     Batch,
@@ -69,16 +71,22 @@ class Ident(NamedTuple):
     unresolved: bool          # an alias was given but names nothing in the inventory
 
 
-def to_int(v: Any) -> int | None:
+def to_int(v: Any, what: str = "value") -> int | None:
+    """A step or rank: None when absent or not a number (``"abc"``); :class:`OutOfBounds` when it
+    is a number no int64 holds (2^63, ``"Infinity"``, ``1e400``, NaN)."""
     if v is None or isinstance(v, bool):
         return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
+    if isinstance(v, str):
+        text = v.strip()
+        if text.lstrip("+-").isdigit():
+            return bounded_int(text, what)
         try:
-            return int(float(v))
-        except (TypeError, ValueError, OverflowError):
+            v = float(text)
+        except ValueError:
             return None
+    if isinstance(v, float):
+        return bounded_int(float(math.trunc(v)) if math.isfinite(v) else v, what)
+    return bounded_int(v, what) if isinstance(v, int) else None
 
 
 def normalise_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +151,11 @@ class OtlpParser:
             self.report.reject(f"{where}: resourceSpans entry is not an object")
             return None
         resource = rs.get("resource")
-        res_attrs = _json_attrs(resource.get("attributes") if isinstance(resource, dict) else None)
+        try:
+            res_attrs = _json_attrs(resource.get("attributes") if isinstance(resource, dict) else None)
+        except OutOfBounds as exc:
+            self.report.reject(f"{where}: resource attributes: {exc}")
+            return None
         spans: list[RawSpan] = []
         scopes = rs.get("scopeSpans", rs.get("scope_spans", rs.get("instrumentationLibrarySpans")))
         for ss in scopes if isinstance(scopes, list) else ():
@@ -164,17 +176,17 @@ class OtlpParser:
         self._res_cache.clear()
         for res_attrs, raw_spans in batch:
             res = normalise_attrs(res_attrs)
-            res_ident = self._ident(res)
+            try:
+                res_ident = self._ident(res)
+            except OutOfBounds as exc:
+                self.report.reject(f"{where}: resource attributes: {exc} ({len(raw_spans)} spans dropped)")
+                continue
             for raw in raw_spans:
-                if raw.attrs:
-                    merged = {**res, **normalise_attrs(raw.attrs)}
-                    own = raw.attrs
-                    ident = self._ident(merged) if any(k in own for k in IDENTITY_KEYS) else res_ident
-                    step = to_int(own.get("train.step"))
-                    if step is not None:
-                        ident = ident._replace(step=step)
-                else:
-                    merged, ident = res, res_ident
+                try:
+                    merged, ident = self._own_ident(raw, res, res_ident)
+                except OutOfBounds as exc:
+                    self.report.reject(f"{where}: span {raw.name[:80]!r}: {exc}")
+                    continue
                 rows.append((raw, merged, ident))
                 by_id[raw.span_id] = (ident, raw.parent_id)
         out: list[Span] = []
@@ -194,6 +206,16 @@ class OtlpParser:
         if unresolved:
             self.report.add_unresolved("spans", unresolved)
         return out
+
+    def _own_ident(self, raw: RawSpan, res: dict[str, Any], res_ident: Ident) -> tuple[dict[str, Any], Ident]:
+        """A span's merged attributes and own ident; OutOfBounds for a step or rank no int64 holds."""
+        if not raw.attrs:
+            return res, res_ident
+        merged = {**res, **normalise_attrs(raw.attrs)}
+        own = raw.attrs
+        ident = self._ident(merged) if any(k in own for k in IDENTITY_KEYS) else res_ident
+        step = to_int(own.get("train.step"), "train.step")
+        return merged, (ident if step is None else ident._replace(step=step))
 
     def _ident(self, attrs: dict[str, Any]) -> Ident:
         key = id(attrs)
@@ -247,7 +269,8 @@ def span_ident(resolver: Resolver | None, attrs: dict[str, Any]) -> Ident:
         bad |= gpu is None
     if node is None and gpu is not None and "/" in gpu:
         node = gpu.split("/", 1)[0]
-    return Ident(job, to_int(attrs.get("framework.pytorch.rank")), to_int(attrs.get("train.step")), gpu, node, bad)
+    return Ident(job, to_int(attrs.get("framework.pytorch.rank"), "framework.pytorch.rank"),
+                 to_int(attrs.get("train.step"), "train.step"), gpu, node, bad)
 
 
 def _short(exc: BaseException) -> str:
@@ -260,6 +283,8 @@ def _json_attrs(attrs: Any) -> dict[str, Any]:
     for kv in attrs if isinstance(attrs, list) else ():
         try:
             out[kv["key"]] = any_value_json(kv["value"])
+        except OutOfBounds:
+            raise                       # the span (or resource) is rejected, naming the value
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             continue
     return out
@@ -283,18 +308,21 @@ def _json_span(sp: Any) -> RawSpan | str:
     if not isinstance(name, str) or not name:
         return "name missing"
     try:
-        start_ns = int(sp["startTimeUnixNano"])
-        end_ns = int(sp["endTimeUnixNano"])
+        start_ns = bounded_int(sp["startTimeUnixNano"], "startTimeUnixNano", lo=0)
+        end_ns = bounded_int(sp["endTimeUnixNano"], "endTimeUnixNano", lo=0)
     except KeyError as exc:
         return f"{exc.args[0]} missing"
-    except (TypeError, ValueError):
-        return "start/endTimeUnixNano not an integer"
+    except OutOfBounds as exc:
+        return str(exc)
     if end_ns < start_ns:
         return "endTimeUnixNano before startTimeUnixNano"
     attrs = sp.get("attributes")
+    try:
+        own = _json_attrs(attrs) if attrs else None
+    except OutOfBounds as exc:
+        return str(exc)
     return RawSpan(_hex_id(sp.get("traceId") or sp.get("trace_id")) or "", sid,
-                   _hex_id(sp.get("parentSpanId") or sp.get("parent_span_id")), name, start_ns, end_ns,
-                   _json_attrs(attrs) if attrs else None)
+                   _hex_id(sp.get("parentSpanId") or sp.get("parent_span_id")), name, start_ns, end_ns, own)
 
 
 def parse_otlp_json_line(line: str | bytes, resolver: Resolver | None, report: IngestReport, *,

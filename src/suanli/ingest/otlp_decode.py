@@ -10,6 +10,8 @@ import base64
 import binascii
 from typing import Any, NamedTuple
 
+from suanli.ingest.bounded import bounded_int
+
 __all__ = ["Batch", "RawSpan", "any_value_json", "decode_request", "span_id_json", "split_delimited"]
 
 
@@ -44,7 +46,7 @@ def any_value_json(v: dict[str, Any]) -> Any:
     if s is not None:
         return s
     if "intValue" in v:
-        return int(v["intValue"])
+        return bounded_int(v["intValue"], "intValue")
     if "doubleValue" in v:
         return float(v["doubleValue"])
     if "boolValue" in v:

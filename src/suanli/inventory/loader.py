@@ -7,6 +7,7 @@ kept (``Inventory.extra``, ``Job.extra``) and otherwise ignored.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,10 @@ def parse_inventory(text: str, source: str = "inventory.yaml") -> Inventory:
         problem = getattr(exc, "problem", None) or "invalid syntax"
         line = mark.line + 1 if mark is not None else None
         raise InputError(f"not valid YAML: {problem}", file=source, line=line) from None
+    except ValueError as exc:                   # an integer past Python's 4,300-digit limit
+        long = re.search(r"\d{4301,}", text)
+        line = text.count("\n", 0, long.start()) + 1 if long else None
+        raise InputError(f"a number suanli cannot read ({str(exc).split(';')[0]})", file=source, line=line) from None
     rd = Reader(text, source)
     if not isinstance(doc, Mapping):
         rd.fail((), "expected a YAML mapping with cluster, racks, switches, jobs at the top")

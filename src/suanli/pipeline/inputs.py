@@ -14,6 +14,7 @@ from suanli.analysis.health.overrides import load_overrides
 from suanli.analysis.health.weights import load_weights
 from suanli.config import Config
 from suanli.errors import InputError
+from suanli.pipeline.alert_payloads import check_payload
 from suanli.rules import RuleSet, load_rules
 
 __all__ = ["Files", "Inputs", "load_inputs", "read_alert_payloads"]
@@ -53,22 +54,29 @@ def read_alert_payloads(path: Path | None) -> tuple[dict[str, Any], ...]:
     if path is None:
         return ()
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror}") from None
     try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})", file=str(path),
+                         line=data.count(b"\n", 0, exc.start) + 1) from None
+    lines: list[int | None]
+    try:
         doc = json.loads(text)
         items = doc if isinstance(doc, list) else [doc]
-    except json.JSONDecodeError:
-        items = []
+        lines = [None] * len(items)
+    except (json.JSONDecodeError, RecursionError):
+        items, lines = [], []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     items.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"not JSON: {exc.msg}", file=str(path), line=n) from None
-    for n, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("alerts"), list):
-            raise InputError(f"payload {n}: expected an Alertmanager webhook object with an 'alerts' list",
-                             file=str(path))
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    raise InputError(f"not JSON: {getattr(exc, 'msg', 'nested too deep')}", file=str(path),
+                                     line=n) from None
+                lines.append(n)
+    for n, (item, at) in enumerate(zip(items, lines, strict=True)):
+        check_payload(item, str(path), at, f"payload {n}")
     return tuple(items)

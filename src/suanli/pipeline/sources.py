@@ -39,7 +39,9 @@ def open_folder(folder: Path, config: Config | None = None, progress: Progress |
 
 
 def open_db(db: Path, must_exist: bool, config: Config | None = None) -> DuckStore:
-    """Open ``db``; a missing, unreadable, locked or non-DuckDB file is an InputError naming it."""
+    """Open ``db``; a missing, unreadable, locked, non-DuckDB or non-suanli file is an InputError
+    naming it. An existing database a verb must find (``must_exist``: diagnose, check, rca) is opened
+    read-only; only ingest creates and writes."""
     if must_exist and not db.exists():
         raise InputError(f"{db}: no such database (run `suanli ingest PATH... --db {db}` first)")
     if db.is_dir():
@@ -47,7 +49,7 @@ def open_db(db: Path, must_exist: bool, config: Config | None = None) -> DuckSto
     if not db.parent.is_dir():
         raise InputError(f"folder {db.parent} does not exist", file=str(db))
     try:
-        return DuckStore(db, (config or Config()).store)
+        return DuckStore(db, (config or Config()).store, read_only=must_exist)
     except duckdb.Error as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise InputError(f"cannot open as a suanli database: {first}", file=str(db)) from None

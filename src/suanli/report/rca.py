@@ -12,8 +12,11 @@ the ``plotly`` package (no CDN: clusters are often air-gapped).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from suanli.pipeline.rca import Line, RcaData
 from suanli.report.heatmap import figure, has_probes
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["html_to_pdf", "render_rca", "write_rca"]
+__all__ = ["content_security_policy", "html_to_pdf", "plot_text", "render_rca", "script_json", "write_rca"]
 
 
 def _iso(ts: np.ndarray) -> list[str]:
@@ -44,10 +47,33 @@ def _titled(layout: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def script_json(value: Any) -> str:
+    """JSON that cannot end the ``<script>`` it sits in: ``<``, ``>``, ``&`` and the JavaScript line
+    separators are written as ``\\u`` escapes (the same value to the parser)."""
+    text = json.dumps(value)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return text
+
+
+def plot_text(value: Any) -> Any:
+    """Every string of a figure with ``&``, ``<``, ``>`` as entities: Plotly.js renders names, titles
+    and hover text as a subset of HTML (``<a href>`` among it), and shows entities as the characters."""
+    if isinstance(value, str):
+        return html.escape(value, quote=False)
+    if isinstance(value, dict):
+        return {k: plot_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plot_text(v) for v in value]
+    return value
+
+
 def _fig(div: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
     layout = _titled({"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 360, **layout})
     return (f'<div id="{div}" class="plot"></div><script>Plotly.newPlot("{div}", '
-            f'{json.dumps(data)}, {json.dumps(layout)}, {{"displaylogo": false, "responsive": true}});</script>')
+            f'{script_json(plot_text(data))}, {script_json(plot_text(layout))}, '
+            '{"displaylogo": false, "responsive": true});</script>')
 
 
 def _points(v: np.ndarray) -> list[float | None]:
@@ -112,7 +138,7 @@ def _conclusion(d: RcaData) -> str:
     for inc in d.incidents:
         ev = "".join(f"<li>{html.escape(e)}</li>" for e in inc.evidence[:8])
         acts = ", ".join(f"{a.action} {a.target}" for a in inc.actions)
-        rows.append(f"<h3>{inc.id}: {html.escape(inc.category)} at <code>{html.escape(inc.root_id)}</code> "
+        rows.append(f"<h3>{html.escape(inc.id)}: {html.escape(inc.category)} at <code>{html.escape(inc.root_id)}</code> "
                     f"(confidence {inc.confidence:.2f})</h3><p>from {to_rfc3339(inc.start)}; "
                     f"{inc.alert_count} alerts compressed into this incident; actions: {html.escape(acts)}</p>"
                     f"<ul>{ev}</ul>")
@@ -142,8 +168,22 @@ def _kpis(d: RcaData) -> str:
         ("MFU", mfu), ("goodput", good), ("incidents", str(len(d.incidents))), ("lost GPU-hours", f"{lost:.1f}")))
 
 
+_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+
+
+def content_security_policy(page: str) -> str:
+    """The page's policy: nothing loads from anywhere, and only its own inline scripts run (each by
+    its SHA-256), so a script a value smuggled in would not run even if escaping missed it."""
+    hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(m.encode()).digest()).decode()}'"
+                      for m in _SCRIPT.findall(page))
+    return (f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; "
+            "font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+
+
 def render_rca(d: RcaData) -> str:
-    """The report as one HTML document (Plotly.js inlined)."""
+    """The report as one HTML document (Plotly.js inlined). Every value from telemetry is escaped
+    (HTML text, inline JSON, Plotly's HTML-like labels) and a Content-Security-Policy lets only the
+    report's own scripts run."""
     from plotly.offline import get_plotlyjs
 
     start, end = d.window
@@ -153,8 +193,12 @@ def render_rca(d: RcaData) -> str:
             f"<h2>2. Framework: where each rank's time went</h2>{_framework(d)}"
             f"<h2>3. Hardware: the suspect's own signals</h2>{_hardware(d)}{_latency_heatmap(d)}"
             f"<h2>4. Conclusion</h2>{_conclusion(d)}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>suanli RCA {html.escape(d.job)}</title>"
-            f"<style>{_CSS}</style><script>{get_plotlyjs()}</script></head><body>{body}</body></html>")
+    scripts = f"<script>{get_plotlyjs()}</script>"
+    csp = html.escape(content_security_policy(scripts + body))
+    return (f"<!doctype html><html><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
+            f"<title>suanli RCA {html.escape(d.job)}</title>"
+            f"<style>{_CSS}</style>{scripts}</head><body>{body}</body></html>")
 
 
 def write_rca(path: Path, data: RcaData) -> Path:
@@ -163,12 +207,19 @@ def write_rca(path: Path, data: RcaData) -> Path:
     return path
 
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+CHROMIUM_FLAGS = ("--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync")
+"""Never ``--no-sandbox``: the page holds telemetry someone else wrote."""
+UNPRIVILEGED = 65534
+"""The uid and gid (``nobody``) Chromium runs as when suanli runs as root: Chromium refuses its
+sandbox to root, and suanli will not print without it."""
 
 
 def html_to_pdf(html_path: Path, pdf_path: Path, timeout_s: float = 120.0) -> Path:
-    """Print the report to PDF with headless Chromium (its scripts run first, so the plots are in)."""
+    """Print the report to PDF with headless Chromium, sandboxed (its scripts run first, so the
+    plots are in). As root, Chromium runs as ``nobody`` on a copy of the page in a private folder;
+    where its sandbox cannot start (no user namespaces) this is an InputError saying so."""
+    import os
     import shutil
     import subprocess
     import tempfile
@@ -178,10 +229,25 @@ def html_to_pdf(html_path: Path, pdf_path: Path, timeout_s: float = 120.0) -> Pa
     exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if exe is None:
         raise InputError("PDF output needs Chromium on PATH (Debian package `chromium`); the HTML is written")
-    with tempfile.TemporaryDirectory() as profile:
-        proc = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=10000",
-                               "--no-pdf-header-footer", f"--print-to-pdf={pdf_path.resolve()}",
-                               html_path.resolve().as_uri()], capture_output=True, text=True, timeout=timeout_s)
-    if proc.returncode != 0 or not pdf_path.exists():
-        raise InputError(f"{pdf_path}: Chromium could not print the report ({proc.stderr.strip()[-200:]})")
+    as_root = os.geteuid() == 0
+    with tempfile.TemporaryDirectory(prefix="suanli-pdf-") as work:
+        folder = Path(work)
+        page, out = folder / "report.html", folder / "report.pdf"
+        shutil.copyfile(html_path, page)
+        if as_root:
+            for p in (folder, page):
+                os.chown(p, UNPRIVILEGED, UNPRIVILEGED)
+        who = {"user": UNPRIVILEGED, "group": UNPRIVILEGED, "extra_groups": []} if as_root else {}
+        proc = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={folder / 'profile'}",
+                               "--virtual-time-budget=10000", "--no-pdf-header-footer", f"--print-to-pdf={out}",
+                               page.as_uri()], capture_output=True, text=True, timeout=timeout_s,
+                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder)},
+                              check=False, **who)  # type: ignore[call-overload]
+        if proc.returncode != 0 or not out.exists():
+            why = proc.stderr.strip()[-200:]
+            if "sandbox" in why.lower():
+                raise InputError(f"{pdf_path}: Chromium's sandbox cannot start here ({why}); suanli does not "
+                                 "print a report of untrusted telemetry without it: open the HTML instead")
+            raise InputError(f"{pdf_path}: Chromium could not print the report ({why})")
+        shutil.copyfile(out, pdf_path)
     return pdf_path

@@ -121,8 +121,11 @@ def _err(file: str, node: yaml.Node, what: str) -> InputError:
     return InputError(what, file=file, line=node.start_mark.line + 1)
 
 
-def _construct(node: yaml.Node) -> Any:
-    return yaml.SafeLoader("").construct_object(node, deep=True)
+def _construct(file: str, node: yaml.Node) -> Any:
+    try:
+        return yaml.SafeLoader("").construct_object(node, deep=True)
+    except ValueError as exc:                    # an integer past Python's 4,300-digit limit
+        raise _err(file, node, f"a value suanli cannot read ({str(exc).split(';')[0]})") from None
 
 
 def _mapping(file: str, node: yaml.Node, what: str) -> dict[str, yaml.Node]:
@@ -139,12 +142,12 @@ def _value(file: str, key: str, attr: str, node: yaml.Node) -> Any:
             shown = node.value if isinstance(node, yaml.ScalarNode) else "a collection"
             raise _err(file, node, f"actions.{key}: expected true or false, got {shown!r} "
                                    "(only a real boolean; ~, null, 0, no and quoted strings are refused)")
-    val = _construct(node)
+    val = _construct(file, node)
     try:
         if attr.endswith("_s") and isinstance(val, str):
             val = parse_duration(val)
         return check_setting(attr, val)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:     # OverflowError: an integer no float holds
         raise _err(file, node, f"actions.{key}: {str(e).removeprefix(attr + ': ')}") from None
 
 
@@ -281,7 +284,7 @@ def parse_executors_section(file: str, node: yaml.Node) -> dict[str, ExecutorSpe
         m = _mapping(file, enode, f"executors.{action}")
         if "kind" not in m:
             raise _err(file, enode, f"executors.{action}: 'kind' must be one of {', '.join(EXECUTOR_KINDS)}")
-        kind = _construct(m["kind"])
+        kind = _construct(file, m["kind"])
         if kind not in EXECUTOR_KINDS:
             raise _err(file, m["kind"], f"executors.{action}: 'kind' must be one of {', '.join(EXECUTOR_KINDS)}")
         settings: dict[str, Any] = {}
@@ -289,7 +292,7 @@ def parse_executors_section(file: str, node: yaml.Node) -> dict[str, ExecutorSpe
             if key == "kind":
                 continue
             try:
-                settings[key] = check_executor_setting(str(kind), key, _construct(vnode))
+                settings[key] = check_executor_setting(str(kind), key, _construct(file, vnode))
             except ValueError as e:
                 raise _err(file, vnode, f"executors.{action}: {e}") from None
         missing = [k for k in REQUIRED.get(str(kind), ()) if k not in settings]

@@ -87,7 +87,10 @@ class _Ctx:
         return list(node.value)
 
     def value(self, node: yaml.Node) -> Any:
-        return yaml.SafeLoader("").construct_object(node, deep=True)
+        try:
+            return yaml.SafeLoader("").construct_object(node, deep=True)
+        except ValueError as exc:                # an integer past Python's 4,300-digit limit
+            raise self.err(node, f"a value suanli cannot read ({str(exc).split(';')[0]})") from None
 
     def text(self, node: yaml.Node, what: str) -> str:
         if not isinstance(node, yaml.ScalarNode):

@@ -26,7 +26,10 @@ from suanli.store.api import F64, Series, SpanFrame
 from suanli.store.counters import counter_increase, counter_rate
 from suanli.store.duck import schema as sc
 
-__all__ = ["DuckReads"]
+__all__ = ["STRAY_S", "DuckReads"]
+
+STRAY_S = 86_400.0
+"""A span or event this far from every sample (when there are samples) does not stretch the window."""
 
 
 def _where(*filters: tuple[object, str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -217,16 +220,24 @@ class DuckReads:
                       attrs=sc.loads_attrs(r[11])) for r in rows]
 
     def time_range(self) -> tuple[float, float] | None:
-        """Earliest and latest timestamp of samples, spans and events. Timestamps ingest rejected
-        as out of range are not data and do not stretch it (``suanli check`` lists the rejects),
-        nor do log records that could not be placed in time (NaN)."""
+        """Earliest and latest timestamp of samples, spans and events: what the analysed window
+        spans when no ``--start``/``--end`` is given. Non-finite times never count. Where there are samples, a span
+        or event more than ``STRAY_S`` away from every sample is a stray clock (one log line dated
+        2099, a span from 1970) and does not stretch the window either; it stays in the store, and
+        ``--start``/``--end`` reach it. Log records that could not be placed in time (NaN) never count."""
+        ok = "isfinite({c}) AND {c} BETWEEN $lo AND $hi"
         with self.lock:
             self.flush()
+            s_lo, s_hi = self.con.execute("SELECT min(ts), max(ts) FROM samples WHERE isfinite(ts)").fetchall()[0]
+            near = ({"lo": -math.inf, "hi": math.inf} if s_lo is None
+                    else {"lo": float(s_lo) - STRAY_S, "hi": float(s_hi) + STRAY_S})
             rows = self.con.execute(
-                "SELECT min(lo), max(hi) FROM ("
-                "SELECT min(ts) lo, max(ts) hi FROM samples WHERE isfinite(ts) UNION ALL "
-                "SELECT min(start_s), max(end_s) FROM spans UNION ALL "
-                "SELECT min(ts), max(coalesce(last_ts, ts)) FROM events WHERE isfinite(ts))").fetchall()
+                f"SELECT min(lo), max(hi) FROM ("
+                f"SELECT min(ts) lo, max(ts) hi FROM samples WHERE isfinite(ts) UNION ALL "
+                f"SELECT min(start_s), max(end_s) FROM spans WHERE {ok.format(c='start_s')} "
+                f"AND {ok.format(c='end_s')} UNION ALL "
+                f"SELECT min(ts), max(coalesce(last_ts, ts)) FROM events WHERE {ok.format(c='ts')} "
+                f"AND {ok.format(c='coalesce(last_ts, ts)')})", near).fetchall()
         if not rows or rows[0][0] is None:
             return None
         return float(rows[0][0]), float(rows[0][1])

@@ -30,6 +30,7 @@ from suanli.store.duck import schema as sc
 from suanli.store.duck.reads import DuckReads
 from suanli.store.duck.series import SeriesIds
 from suanli.store.duck.txn import DuckTransaction
+from suanli.store.duck.version import open_schema
 
 __all__ = ["DuckStore", "DuckStoreConfig"]
 
@@ -47,22 +48,41 @@ class DuckStoreConfig:
     """DuckDB memory limit (it spills to disk beyond it); None keeps DuckDB's default."""
 
 
-class DuckStore(DuckReads):
-    """``DuckStore(path)`` opens or creates a DuckDB file; ``DuckStore(None)`` is in memory."""
+def _connect(path: str | Path | None, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A connection; a file another process writes (``suanli ingest``), one that is not DuckDB,
+    or one that cannot be read is an InputError naming it."""
+    try:
+        return duckdb.connect(":memory:" if path is None else str(path), read_only=read_only)
+    except duckdb.Error as err:
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        if "lock" in first.lower():
+            raise InputError("busy: another process is writing it (a `suanli ingest`?); run this again "
+                             f"when it has finished ({first})", file=str(path)) from err
+        raise InputError(f"cannot open the store: {first}", file=str(path)) from err
 
-    def __init__(self, path: str | Path | None = None, config: DuckStoreConfig | None = None) -> None:
+
+class DuckStore(DuckReads):
+    """``DuckStore(path)`` opens or creates a DuckDB file; ``DuckStore(None)`` is in memory;
+    ``read_only=True`` opens an existing store for reading only (``diagnose``, ``check``, ``rca``).
+    A file that is not a suanli store is refused before anything is written into it
+    (:mod:`suanli.store.duck.version`)."""
+
+    def __init__(self, path: str | Path | None = None, config: DuckStoreConfig | None = None, *,
+                 read_only: bool = False) -> None:
         self.path = None if path is None else Path(path)
         self.config = config or DuckStoreConfig()
+        self.read_only = read_only and path is not None
+        self.con = _connect(path, self.read_only)
         try:
-            self.con = duckdb.connect(":memory:" if path is None else str(path))
-        except duckdb.Error as err:                     # locked by another process, not a DuckDB file
-            raise InputError(f"cannot open the store: {str(err).splitlines()[0]}", file=str(path)) from err
-        if self.config.threads:
-            self.con.execute(f"SET threads = {int(self.config.threads)}")
-        if self.config.memory_limit:
-            self.con.execute(f"SET memory_limit = '{self.config.memory_limit}'")
-        self.con.execute("SET enable_progress_bar = false")
-        self.con.execute(sc.DDL)
+            if self.config.threads:
+                self.con.execute(f"SET threads = {int(self.config.threads)}")
+            if self.config.memory_limit:
+                self.con.execute(f"SET memory_limit = '{self.config.memory_limit}'")
+            self.con.execute("SET enable_progress_bar = false")
+            self.schema_version = open_schema(self.con, sc.DDL, str(path or ":memory:"), self.read_only)
+        except BaseException:
+            self.con.close()
+            raise
         self.lock = threading.RLock()
         self.ids = SeriesIds()
         self.ids.load(self.con)
@@ -186,7 +206,8 @@ class DuckStore(DuckReads):
         with self.lock:
             if self._txn is not None:
                 self._txn.abort()
-            self.flush()
+            if not self.read_only:
+                self.flush()
             self.con.close()
 
     def __enter__(self) -> DuckStore:
