@@ -79,10 +79,11 @@ class AlertPusher:
     hold_s: float = 300.0
     stats: PushStats = field(default_factory=PushStats)
 
-    def push(self, incidents: Sequence[KeptIncident], now: float | None = None) -> None:
+    def push(self, incidents: Sequence[KeptIncident]) -> None:
+        """One POST per destination; an open incident ends ``hold_s`` from now (wall clock)."""
         if not self.destinations or not incidents:
             return
-        ends = (time.time() if now is None else now) + self.hold_s
+        ends = time.time() + self.hold_s
         body = [alert_of(k, self.console_url, ends) for k in incidents]
         for dest in self.destinations:
             self._send(dest, body)

@@ -59,8 +59,8 @@ class Service:
     """Everything ``serve`` runs; ``say`` prints the incident lines."""
 
     def __init__(self, cfg: ServeConfig, environ: Mapping[str, str], *, say: Say = print,
-                 config: Config | None = None) -> None:
-        self.cfg, self.say = cfg, say
+                 config: Config | None = None, clock: Callable[[], float] | None = None) -> None:
+        self.cfg, self.say, self.clock = cfg, say, clock
         live = LiveConfig(window_s=cfg.evaluation.window_s)
         self.config = dataclasses.replace(config or Config(), live=live)
         self.auth = Auth.from_settings(cfg.auth, environ)
@@ -162,6 +162,9 @@ class Service:
 
     # -- the loop -------------------------------------------------------------------------------
     def now(self) -> float:
+        """The time a step analyses up to: ``clock`` when given, else the wall clock or the data's."""
+        if self.clock is not None:
+            return self.clock()
         if self.live:
             return time.time()
         extent = self.store.time_range()
@@ -174,7 +177,7 @@ class Service:
         now = self.now()
         changes = self.stepper.step(now)
         resolved = [k for what, k in changes if what == "resolved"]
-        self.pusher.push([*self.stepper.incidents("open"), *resolved], now if not self.live else None)
+        self.pusher.push([*self.stepper.incidents("open"), *resolved])
         return changes
 
     def _announce(self, what: str, k: KeptIncident) -> None:
