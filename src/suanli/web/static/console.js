@@ -107,17 +107,18 @@ const pages = {
     const counts = {};
     for (const i of open) counts[i.category] = (counts[i.category] || 0) + 1;
     plot("plot-categories", [{type: "bar", x: Object.keys(counts), y: Object.values(counts)}],
-         {title: "Open incidents by category", yaxis: {title: "incidents (count)"}});
+         {title: {text: "Open incidents by category"}, yaxis: {title: {text: "incidents (count)"}}});
     fillTable(document.getElementById("incidents"), INCIDENT_COLS, incidentRows(open), {sortCol: 4, sortDir: -1});
   },
   async incidents() {
-    const inc = await getJSON("/api/v1/incidents");
+    const [inc, svc] = await Promise.all([getJSON("/api/v1/incidents"), getJSON("/api/v1/service")]);
     fillTable(document.getElementById("incidents"), INCIDENT_COLS, incidentRows(inc.incidents), {sortCol: 4, sortDir: -1});
-    const now = new Date().toISOString();
+    const last = svc.analysis.last_now;            // the analysis' clock (the data's time for a database)
+    const now = last ? new Date(last * 1000).toISOString() : new Date().toISOString();
     plot("plot-timeline", [{type: "scatter", mode: "lines+markers",
       x: inc.incidents.flatMap(i => [i.start, i.end || now, null]),
       y: inc.incidents.flatMap(i => [i.id, i.id, null])}],
-      {title: "Incidents over time", xaxis: {title: "time (UTC)"}, yaxis: {title: "incident"}});
+      {title: {text: "Incidents over time"}, xaxis: {title: {text: "time (UTC)"}}, yaxis: {title: {text: "incident"}}});
   },
   async incident() {
     const id = document.body.dataset.incident;
@@ -140,7 +141,7 @@ const pages = {
     if (i.end) marks.push(["end", i.end]);
     plot("plot-incident", [{type: "scatter", mode: "markers+text", x: marks.map(m => m[1]),
       y: marks.map(() => 1), text: marks.map(m => m[0]), textposition: "top center"}],
-      {title: "Timeline", xaxis: {title: "time (UTC)"}, yaxis: {visible: false}});
+      {title: {text: "Timeline"}, xaxis: {title: {text: "time (UTC)"}}, yaxis: {visible: false}});
   },
   async ledger() {
     const led = await getJSON("/api/v1/ledger");
@@ -152,16 +153,16 @@ const pages = {
     const phases = ["compute", "communication", "data_loading", "checkpoint", "failures", "other"];
     plot("plot-split", phases.map(p => ({type: "bar", name: p, x: led.jobs.map(j => j.id),
       y: led.jobs.map(j => 100 * ((j.time_split || {})[p] || 0))})),
-      {barmode: "stack", title: "Time split", yaxis: {title: "share of time (%)"}});
+      {barmode: "stack", title: {text: "Time split"}, yaxis: {title: {text: "share of time (%)"}}});
     plot("plot-mfu", led.jobs.map(j => {
       const pts = j.mfu_over_time || [];
       return {type: "scatter", mode: "lines", name: j.id, x: pts.map(p => p.t ?? p[0]), y: pts.map(p => 100 * (p.mfu ?? p[1]))};
-    }), {title: "MFU over time", xaxis: {title: "time (UTC)"}, yaxis: {title: "MFU (%)"}});
+    }), {title: {text: "MFU over time"}, xaxis: {title: {text: "time (UTC)"}}, yaxis: {title: {text: "MFU (%)"}}});
   },
   async health() {
     const h = await getJSON("/api/v1/health");
     plot("plot-health", [{type: "histogram", x: h.gpus.map(g => g.health_score), nbinsx: 20}],
-         {title: `Health score of ${h.gpus.length} GPUs`, xaxis: {title: "health score (1 healthy)"}, yaxis: {title: "GPUs (count)"}});
+         {title: {text: `Health score of ${h.gpus.length} GPUs`}, xaxis: {title: {text: "health score (1 healthy)"}}, yaxis: {title: {text: "GPUs (count)"}}});
     fillTable(document.getElementById("health"), ["GPU", "health score", "P(DBE) in horizon", "horizon (days)", "recommendation"],
       h.gpus.map(g => [g.id, {text: fmt(g.health_score, 3), sort: g.health_score}, {text: fmt(g.probability, 4), sort: g.probability},
         g.horizon_days, g.recommendation]), {sortCol: 2, sortDir: -1});
