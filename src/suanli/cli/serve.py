@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -23,6 +24,7 @@ from suanli.cli.base import app, err, out, run_verb
 from suanli.errors import InputError
 
 if TYPE_CHECKING:
+    from suanli.sim.live import LiveTwin
     from suanli.web.service import Service
     from suanli.web.settings import ServeConfig
 
@@ -137,3 +139,84 @@ def _run(console: Console, svc: Service, sock: socket.socket) -> None:
             svc.close()
         sock.close()
     console.print("suanli serve: stopped", markup=False, highlight=False)
+
+
+def demo_live(console: Console, out_dir: Path, seed: int, speed: float) -> int:
+    """``suanli demo --live``: the demo cluster played by the live twin into ``serve``, the incidents
+    printed as they open, then the truth beside what was found."""
+    import secrets
+    import threading
+
+    from suanli.sim import demo_cluster
+    from suanli.sim.live import LiveTwin
+    from suanli.web.service import Service
+
+    folder = demo_cluster(out_dir / "scenario", seed=seed)
+    db = out_dir / "live.duckdb"
+    for old in (db, db.with_suffix(".duckdb.wal")):
+        old.unlink(missing_ok=True)
+    token = secrets.token_hex(16)
+    sock = _bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    twin = LiveTwin(folder, speed, otlp_url=f"http://127.0.0.1:{port}/v1/traces", token=token)
+    cfg = _twin_config(out_dir, folder, db, port, twin)
+    svc = Service(cfg, {"SUANLI_TOKEN": token}, say=lambda line: console.print(line, markup=False, highlight=False))
+    server = uvicorn.Server(uvicorn.Config(svc.build_app(), log_level="warning", lifespan="on", access_log=False))
+    web = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="suanli-web", daemon=True)
+    try:
+        web.start()
+        svc.start()
+        twin.start()
+        console.print(f"live twin of a 16-node cluster at {speed:g}x; console http://127.0.0.1:{port}/console "
+                      "(Ctrl-C stops)", markup=False, highlight=False)
+        while not twin.done:
+            time.sleep(0.5)
+        _drained(svc)
+        svc.step()                                  # the whole scenario is in: one last step
+    finally:
+        twin.stop()
+        server.should_exit = True
+        web.join(60)
+        svc.stop()
+        sock.close()
+    _truth_beside_found(console, twin, svc)
+    return 0
+
+
+def _drained(svc: Service, timeout_s: float = 120.0) -> None:
+    """Wait until the receivers have stored every span they accepted."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(q.stats().pending for q in svc.app.state.receivers.all()):
+        time.sleep(0.2)
+
+
+def _twin_config(out_dir: Path, folder: Path, db: Path, port: int, twin: LiveTwin) -> ServeConfig:
+    import yaml
+
+    from suanli.web import parse_serve_config
+
+    doc = {"listen": f"127.0.0.1:{port}", "backend": {"path": str(db)}, "inventory": str(folder / "inventory.yaml"),
+           "evaluation": {"interval": "5s", "window": "30m", "clock": "data"},
+           "auth": {"open_reads": True}, "scrape": twin.scrape_config(twin.serve_endpoints())}
+    path = out_dir / "serve.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return parse_serve_config(path.read_text(), str(path), out_dir)
+
+
+def _truth_beside_found(console: Console, twin: LiveTwin, svc: Service) -> None:
+    """Each injected fault and the incident found at it, with the simulated time it took."""
+    from suanli.timefmt import parse_time
+
+    found = {(k.incident.category, k.incident.root_id): k for k in svc.stepper.incidents()}
+    for fault in twin.faults():
+        key = (fault["category"], fault["root_cause"]["id"])
+        k = found.pop(key, None)
+        onset = parse_time(fault["start"]) + twin.clock.offset
+        if k is None:
+            console.print(f"injected {key[0]} at {key[1]}: not found", markup=False, highlight=False)
+            continue
+        opened = next(t for t, what in k.history if what == "opened")
+        console.print(f"injected {key[0]} at {key[1]}: found {k.incident.id}, opened {opened - onset:.0f} s "
+                      f"(simulated) after the onset", markup=False, highlight=False)
+    for (cat, root), k in found.items():
+        console.print(f"also found {k.incident.id} {cat} at {root} (not injected)", markup=False, highlight=False)

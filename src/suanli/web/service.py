@@ -84,7 +84,8 @@ class Service:
         resolver = self.inventory.resolver
         self.scraper = Scraper(cfg.scrape, self.sinks.scrape, resolver=resolver) if cfg.scrape else None
         self.tails: list[LogTail] = [open_tail(s, self.sinks.events, resolver=resolver) for s in cfg.logs]
-        self.live = bool(cfg.scrape or cfg.logs)
+        clock = cfg.evaluation.clock
+        self.live = clock == "wall" or (clock == "auto" and bool(cfg.scrape or cfg.logs))
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
 
