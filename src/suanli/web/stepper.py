@@ -50,15 +50,17 @@ class Stepper:
         self.log, self.announce = incident_log, announce
         self.kept: dict[str, KeptIncident] = {k.incident.id: k for k in incident_log.load()}
         self.stats = StepStats()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()             # the kept incidents (readers wait only for a fold)
+        self._stepping = threading.Lock()         # one step at a time
         self.pipeline = pipeline
         self.use(pipeline)
 
     def use(self, pipeline: Pipeline) -> None:
         """Step this pipeline from now on (a reloaded inventory or rule file), with the kept incidents."""
-        for k in self.kept.values():
-            pipeline.tracker.restore(k.incident, k.last_seen, k.history)
-        self.pipeline = pipeline
+        with self._stepping, self._lock:
+            for k in self.kept.values():
+                pipeline.tracker.restore(k.incident, k.last_seen, k.history)
+            self.pipeline = pipeline
 
     def incidents(self, state: str | None = None) -> list[KeptIncident]:
         with self._lock:
@@ -68,11 +70,12 @@ class Stepper:
     def step(self, now: float) -> list[tuple[str, KeptIncident]]:
         """One step at ``now``: the changes, stored, then announced (``updated`` is not announced)."""
         t0 = time.perf_counter()
-        with self._lock:
+        with self._stepping:
             step = self.pipeline.step(now)
             doc = diagnosis_json(step.diagnosis)
-            changed = self._fold(step, doc)
-            self.log.save([k for _, k in changed])
+            with self._lock:
+                changed = self._fold(step, doc)
+                self.log.save([k for _, k in changed])
         s = self.stats
         s.steps, s.last_now, s.diagnosis = s.steps + 1, now, doc
         s.last_duration_s, s.last_finished_s = time.perf_counter() - t0, time.time()
