@@ -106,6 +106,9 @@ _ALL: tuple[MetricInfo, ...] = (
     MetricInfo("suanli_probe_step_time_seconds", "gauge", "seconds", "job", ("job",)),
     MetricInfo("suanli_probe_steps_total", "counter", "steps", "job", ("job",)),
     MetricInfo("suanli_probe_spans_dropped", "gauge", "spans", "job", ("job",)),
+    # what `suanli serve` exposes about its own analysis loop (suanli.web.metrics)
+    MetricInfo("suanli_analysis_step_duration_seconds", "gauge", "seconds", "cluster", ()),
+    MetricInfo("suanli_analysis_last_step_timestamp_seconds", "gauge", "seconds", "cluster", ()),
 )
 
 METRICS: dict[str, MetricInfo] = {m.name: m for m in _ALL}

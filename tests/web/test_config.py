@@ -63,7 +63,7 @@ def test_the_example_parses_to_what_it_says(tmp_path: Path) -> None:
         ("node", "node-001:9100", "http://node-001:9100/metrics", 30, 10),
         ("node", "node-002:9100", "http://node-002:9100/metrics", 30, 10)]
     assert cfg.scrape[0].labels == (("cluster", "demo-a"),) and cfg.scrape[2].max_body_bytes == 64 << 20
-    assert cfg.scrape[0].source == f"{cfg_file}:13"
+    assert cfg.scrape[0].source == f"{cfg_file}:14" and cfg.evaluation.clock == "auto"
     assert [(s.path, s.host, s.from_start) for s in cfg.logs[:2]] == [
         ("/var/log/kern.log", "node-001", False), ("/var/log/trainer/rank0.log", None, True)]
     assert cfg.logs[2].command == (*JOURNAL_COMMAND, "-k")
@@ -108,6 +108,7 @@ def test_defaults() -> None:
     ("receivers:\n  otlp:\n    max_body: 16 megs\n", "s.yaml:3: receivers.otlp.max_body: bad size '16 megs'"),
     ("receivers:\n  otlp:\n    upload_dir: x\n", "s.yaml:3: receivers.otlp: unknown key 'upload_dir'"),
     ("evaluation: 30s\n", "s.yaml:1: evaluation: expected a mapping"),
+    ("evaluation:\n  clock: sundial\n", "s.yaml:2: evaluation.clock: 'sundial': expected auto, wall, data"),
     ("scrape: [\n", "s.yaml:2: YAML syntax error"),
 ])
 def test_mistakes_name_file_and_line(text: str, where: str) -> None:

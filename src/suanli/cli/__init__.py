@@ -9,10 +9,12 @@ from suanli.cli import ingest
 from suanli.cli import diagnose
 from suanli.cli import profile
 from suanli.cli import demo
+from suanli.cli import serve
 from suanli.cli import overrides
 from suanli.cli import rules
 from suanli.cli import actions
 from suanli.cli.base import app, main, progress_bar
 # isort: on
 
-__all__ = ["actions", "app", "demo", "diagnose", "ingest", "main", "overrides", "profile", "progress_bar", "rules", "simulate"]
+__all__ = ["actions", "app", "demo", "diagnose", "ingest", "main", "overrides", "profile", "progress_bar", "rules",
+           "serve", "simulate"]

@@ -20,8 +20,15 @@ __all__ = ["demo", "demo_cmd"]
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where the demo writes its data.")] = Path("demo-out"),
     seed: Annotated[int, typer.Option(help="Random seed.")] = 7,
+    live: Annotated[bool, typer.Option("--live", help="Play the cluster live into `suanli serve` (the console).")] = False,
+    speed: Annotated[float, typer.Option(help="With --live: simulated seconds per second.", min=1.0, max=15.0)] = 5.0,
 ) -> None:
-    """Simulate a 16-node cluster with two jobs and two faults, ingest it, diagnose it."""
+    """Simulate a 16-node cluster with two jobs and two faults, ingest it, diagnose it (--live: serve it)."""
+    if live:
+        from suanli.cli.serve import demo_live
+
+        run_verb(lambda: demo_live(out, out_dir, seed, speed))
+        return
     run_verb(lambda: demo_cmd(out, out_dir, seed))
 
 

@@ -72,6 +72,10 @@ class IncidentTracker:
                 changes.append(("resolved", inc))
         return changes
 
+    def restore(self, inc: Incident, last_seen: float, history: list[tuple[float, str]]) -> None:
+        """Track an incident kept from an earlier run (``serve`` after a restart), as it was."""
+        self._items[inc.id] = _Tracked(inc, last_seen, list(history))
+
     def incidents(self) -> list[Incident]:
         return sorted((i.incident for i in self._items.values()), key=lambda i: (i.start, i.root_id))
 

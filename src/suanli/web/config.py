@@ -20,6 +20,7 @@ from suanli.ingest.scrape import ScrapeTarget
 from suanli.ingest.tail import JOURNAL_COMMAND, LogSource
 from suanli.rules.conditions import parse_duration
 from suanli.web.settings import (
+    CLOCKS,
     AuthSettings,
     Backend,
     Destination,
@@ -38,7 +39,7 @@ SCHEMA: dict[str, tuple[str, ...]] = {
     "": ("listen", "backend", "inventory", "reload_interval", "rules", "evaluation", "scrape", "logs",
          "alertmanager", "remote_write", "auth", "receivers"),
     "backend": ("kind", "path", "url"),
-    "evaluation": ("interval", "window"),
+    "evaluation": ("interval", "window", "clock"),
     "scrape[]": ("job", "targets", "scheme", "path", "interval", "timeout", "labels", "max_body"),
     "logs[]": ("path", "journal", "host", "from_start"),
     "alertmanager[]": ("url", "timeout", "token_file"),
@@ -286,8 +287,11 @@ def _auth(ctx: _Ctx, node: yaml.Node) -> AuthSettings:
 def _evaluation(ctx: _Ctx, node: yaml.Node) -> Evaluation:
     m = ctx.mapping(node, "evaluation")
     d = Evaluation()
+    clock = ctx.text(m["clock"], "evaluation.clock") if "clock" in m else d.clock
+    if clock not in CLOCKS:
+        raise ctx.err(m["clock"], f"evaluation.clock: {clock!r}: expected {', '.join(CLOCKS)}")
     return Evaluation(ctx.duration(m["interval"], "evaluation.interval") if "interval" in m else d.interval_s,
-                      ctx.duration(m["window"], "evaluation.window") if "window" in m else d.window_s)
+                      ctx.duration(m["window"], "evaluation.window") if "window" in m else d.window_s, clock)
 
 
 def _unique_targets(ctx: _Ctx, targets: list[ScrapeTarget]) -> None:

@@ -51,7 +51,9 @@ def _failure(status: int, message: str, ctype: str, retry_after_s: float | None 
         detail.Pack(error_details_pb2.BadRequest(field_violations=[
             error_details_pb2.BadRequest.FieldViolation(field="body", description=message)]))
         st.details.append(detail)
-    headers = {"Retry-After": str(max(1, round(retry_after_s)))} if retry_after_s is not None else None
+    headers = {"Retry-After": str(max(1, round(retry_after_s)))} if retry_after_s is not None else {}
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
     return Response(_encode(st, ctype), status, headers=headers, media_type=ctype)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from suanli.ingest.scrape import ScrapeTarget
 from suanli.ingest.tail import LogSource
 
-__all__ = ["DEFAULT_LISTEN", "AuthSettings", "Backend", "Destination", "Evaluation", "Listen", "ReceiverLimits",
+__all__ = ["CLOCKS", "DEFAULT_LISTEN", "AuthSettings", "Backend", "Destination", "Evaluation", "Listen", "ReceiverLimits",
            "ReceiverSettings", "ServeConfig"]
 
 
@@ -55,6 +55,12 @@ class Evaluation:
 
     interval_s: float = 30.0
     window_s: float = 3600.0
+    clock: str = "auto"
+    """``wall``, ``data`` (the latest time in the store: a database, a replay) or ``auto`` (wall
+    with scrape targets or log sources, else data)."""
+
+
+CLOCKS = ("auto", "wall", "data")
 
 
 @dataclass(frozen=True)

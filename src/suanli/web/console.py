@@ -1,0 +1,87 @@
+"""The console: server-rendered page shells (Jinja2, autoescaped) that read the JSON API from the
+browser and draw with Plotly.js, served from the installed ``plotly`` package (no CDN, no build).
+
+Pages: ``/console`` (overview: effective compute, $ per effective PFLOP, lost cost, open incidents,
+mean time to detect), ``/console/incidents`` and ``/console/incidents/{id}``, ``/console/ledger``,
+``/console/health`` and ``/console/runbooks/{category}`` (what Alertmanager's runbook link opens).
+Tables sort and filter, and show at most 500 rows (the health plot aggregates every GPU). They poll
+the API every 2 s, so an incident that opens appears without a reload. The pages carry a strict
+Content-Security-Policy (scripts from this origin only) and put request text only through
+``textContent``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import plotly
+from fastapi import APIRouter, Depends, HTTPException
+from fastapi.responses import FileResponse, HTMLResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from suanli.analysis.categories import POLICIES
+
+if TYPE_CHECKING:
+    from suanli.web.service import Service
+
+__all__ = ["CSP", "console_router"]
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+"""Plotly sets inline styles on its SVG (hence ``'unsafe-inline'`` for styles only)."""
+
+_STATIC = {"console.js": "text/javascript", "console.css": "text/css"}
+_PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+_PAGES = {"": ("overview", "Overview"), "incidents": ("incidents", "Incidents"),
+          "ledger": ("ledger", "Efficiency ledger"), "health": ("health", "GPU health")}
+
+
+def _env() -> Environment:
+    return Environment(loader=PackageLoader("suanli.web", "templates"), autoescape=select_autoescape(["html"]),
+                       trim_blocks=True, lstrip_blocks=True)
+
+
+def _html(text: str) -> HTMLResponse:
+    return HTMLResponse(text, headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store"})
+
+
+def console_router(svc: Service) -> APIRouter:
+    env = _env()
+    router = APIRouter(prefix="/console", dependencies=[Depends(svc.auth.require_read)], include_in_schema=False)
+    static = resources.files("suanli.web").joinpath("static")
+
+    def page(template: str, title: str, **data: Any) -> HTMLResponse:
+        return _html(env.get_template(f"{template}.html").render(page=template, title=title, data=data))
+
+    @router.get("/static/plotly.min.js")
+    def plotly_js() -> FileResponse:
+        return FileResponse(_PLOTLY_JS, media_type="text/javascript")
+
+    @router.get("/static/{name}")
+    def static_file(name: str) -> HTMLResponse:
+        if name not in _STATIC:
+            raise HTTPException(404, "no such file")
+        return HTMLResponse(static.joinpath(name).read_text(encoding="utf-8"), media_type=_STATIC[name])
+
+    @router.get("/incidents/{incident_id}")
+    def incident(incident_id: str) -> HTMLResponse:
+        if incident_id not in svc.stepper.kept:
+            raise HTTPException(404, "no such incident")
+        return page("incident", f"Incident {incident_id}", incident=incident_id)
+
+    @router.get("/runbooks/{category}")
+    def runbook(category: str) -> HTMLResponse:
+        pol = POLICIES.get(category)
+        if pol is None:
+            raise HTTPException(404, "no such category")
+        return _html(env.get_template("runbook.html").render(page="runbook", title=f"Runbook: {category}",
+                                                             data={}, policy=pol))
+
+    def register(path: str, template: str, title: str) -> None:
+        router.add_api_route(f"/{path}" if path else "", lambda: page(template, title), methods=["GET"])
+
+    for path, (template, title) in _PAGES.items():
+        register(path, template, title)
+    return router

@@ -1,0 +1,233 @@
+"""``suanli serve`` put together: the store, the live sources, the receivers and the analysis loop.
+
+:class:`Service` opens the DuckDB store, the inventory (the config's file, re-read when it changes
+and kept in the store; else the one the store holds) and the rule file, and builds the app.
+``start()`` starts the scrape targets, the log tails, the file watch and the analysis loop (one
+:class:`Stepper` step every ``evaluation.interval``); the receivers' queues start and drain with
+the app. ``stop()`` stops them in the order that loses nothing and closes the store.
+
+The clock: with scrape targets or log sources the steps run at the wall clock; without them
+(a database, and perhaps pushes) at the data's own latest time, so ``suanli serve --db FILE``
+shows the data's last window as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+
+from suanli.analysis.health.overrides import Override, load_overrides, record_override
+from suanli.config import Config, LiveConfig
+from suanli.errors import InputError
+from suanli.ingest.scrape import Scraper, TargetScraper
+from suanli.ingest.tail import LogTail, open_tail
+from suanli.inventory import Inventory, load_inventory
+from suanli.pipeline import open_db, stored_inventory
+from suanli.pipeline.inputs import Inputs
+from suanli.pipeline.live import Pipeline
+from suanli.rules import RuleSet, load_rules
+from suanli.web.am_push import AlertPusher
+from suanli.web.app import create_app
+from suanli.web.auth import Auth
+from suanli.web.incident_log import IncidentLog, KeptIncident
+from suanli.web.reload import Reloader
+from suanli.web.settings import ServeConfig
+from suanli.web.sinks import StoreSinks
+from suanli.web.stepper import Stepper
+
+__all__ = ["Service"]
+
+log = logging.getLogger("suanli.serve")
+Say = Callable[[str], None]
+
+
+def _rules(cfg: ServeConfig) -> RuleSet:
+    if len(cfg.rules) > 1:
+        raise InputError("rules: one rule file for now (merge them into one)", file=cfg.source or None)
+    return load_rules(Path(cfg.rules[0]) if cfg.rules else None)
+
+
+class Service:
+    """Everything ``serve`` runs; ``say`` prints the incident lines."""
+
+    def __init__(self, cfg: ServeConfig, environ: Mapping[str, str], *, say: Say = print,
+                 config: Config | None = None, clock: Callable[[], float] | None = None) -> None:
+        self.cfg, self.say, self.clock = cfg, say, clock
+        live = LiveConfig(window_s=cfg.evaluation.window_s)
+        self.config = dataclasses.replace(config or Config(), live=live)
+        self.auth = Auth.from_settings(cfg.auth, environ)
+        self.store = open_db(Path(cfg.backend.path), must_exist=False, config=self.config)
+        try:
+            self._open()
+        except BaseException:
+            self.store.close()
+            raise
+
+    def _open(self) -> None:
+        cfg = self.cfg
+        self.inventory = self._load_inventory()
+        self.rules = Reloader(list(cfg.rules), lambda: _rules(cfg), lambda _rs: self._rebuild())
+        self.watch_inventory = (Reloader([cfg.inventory], self._load_inventory, self._use_inventory)
+                                if cfg.inventory else None)
+        self.sinks = StoreSinks(self.store)
+        self.pusher = AlertPusher(cfg.alertmanager, f"http://{cfg.listen}",
+                                  hold_s=max(300.0, 4 * cfg.evaluation.interval_s))
+        self.stepper = Stepper(self._pipeline(), IncidentLog(self.store), self._announce)
+        resolver = self.inventory.resolver
+        self.scraper = Scraper(cfg.scrape, self.sinks.scrape, resolver=resolver) if cfg.scrape else None
+        self.tails: list[LogTail] = [open_tail(s, self.sinks.events, resolver=resolver) for s in cfg.logs]
+        clock = cfg.evaluation.clock
+        self.live = clock == "wall" or (clock == "auto" and bool(cfg.scrape or cfg.logs))
+        self._stop = threading.Event()
+        self._loop: threading.Thread | None = None
+
+    # -- inventory and rules --------------------------------------------------------------------
+    def _load_inventory(self) -> Inventory:
+        if self.cfg.inventory is None:
+            return stored_inventory(self.store)
+        path = Path(self.cfg.inventory)
+        inv = load_inventory(path)
+        text = path.read_text(encoding="utf-8")
+        if self.store.inventory_text() != text:
+            self.store.put_inventory(text, str(path))
+        return inv
+
+    def _use_inventory(self, inv: Inventory) -> None:
+        self.inventory = inv
+        if self.scraper is not None:
+            self.scraper.set_resolver(inv.resolver)
+        if hasattr(self, "app"):
+            self.app.state.receivers.use_resolver(inv.resolver)
+        self._rebuild()
+
+    @property
+    def overrides_path(self) -> Path:
+        """The operator overrides' audit file beside the database (as ``suanli gpu-override`` writes it)."""
+        return Path(self.cfg.backend.path).with_suffix(".overrides.jsonl")
+
+    def _pipeline(self) -> Pipeline:
+        inputs = Inputs(self.rules.value, self.sinks.alert_payloads())
+        health = dataclasses.replace(self.config.health, overrides=tuple(load_overrides(self.overrides_path)))
+        return Pipeline(self.store, self.inventory, dataclasses.replace(self.config, health=health), inputs)
+
+    def record_override(self, gpu: str, state: str, reason: str, who: str) -> Override:
+        """An operator override (audited in the overrides file), in force from the next step."""
+        gpu_id = self.inventory.resolver.gpu_any(gpu)
+        if gpu_id is None:
+            raise InputError(f"{gpu}: no such GPU in the inventory", key="gpu")
+        ov = record_override(self.overrides_path, gpu_id, state, reason, who)
+        self._rebuild()
+        return ov
+
+    def _rebuild(self) -> None:
+        self.stepper.use(self._pipeline())
+
+    def reload(self) -> list[str]:
+        """Check the inventory and rule files now; which were re-read."""
+        done = ["rules"] if self.rules.check() else []
+        if self.watch_inventory is not None and self.watch_inventory.check():
+            done.append("inventory")
+        return done
+
+    # -- the app --------------------------------------------------------------------------------
+    def build_app(self, routers: list[Any] | None = None) -> FastAPI:
+        from suanli.web.api import api_router
+        from suanli.web.console import console_router
+        from suanli.web.metrics import metrics_router
+
+        rs = [api_router(self), metrics_router(self), console_router(self), *(routers or [])]
+        self.app = create_app(self.cfg.receivers, self.sinks.consumers(), self.auth,
+                              resolver=self.inventory.resolver, status=self.status, routers=rs)
+        return self.app
+
+    def status(self) -> dict[str, Any]:
+        """The sources' health and the analysis loop's (for ``/api/v1/ingest/status``)."""
+        targets = self.scraper.health() if self.scraper is not None else {}
+        s = self.stepper.stats
+        return {"scrape": {name: dataclasses.asdict(h) for name, h in targets.items()},
+                "logs": [dataclasses.asdict(t.health) for t in self.tails],
+                "ingested": dict(self.sinks.counts), "ingest_errors": dict(self.sinks.errors),
+                "analysis": {"steps": s.steps, "errors": s.errors, "last_error": s.last_error,
+                             "last_step_s": s.last_duration_s, "last_now": s.last_now},
+                "alertmanager": dataclasses.asdict(self.pusher.stats),
+                "reload": {"inventory": self.watch_inventory.last_error if self.watch_inventory else None,
+                           "rules": self.rules.last_error}}
+
+    # -- the loop -------------------------------------------------------------------------------
+    def now(self) -> float:
+        """The time a step analyses up to: ``clock`` when given, else the wall clock or the data's."""
+        if self.clock is not None:
+            return self.clock()
+        if self.live:
+            return time.time()
+        extent = self.store.time_range()
+        return extent[1] if extent is not None else time.time()
+
+    def step(self) -> list[tuple[str, KeptIncident]]:
+        """One step now (the alert payloads received so far included), then the Alertmanager push."""
+        pipe = self.stepper.pipeline
+        pipe.inputs = dataclasses.replace(pipe.inputs, alert_payloads=self.sinks.alert_payloads())
+        now = self.now()
+        changes = self.stepper.step(now)
+        resolved = [k for what, k in changes if what == "resolved"]
+        self.pusher.push([*self.stepper.incidents("open"), *resolved])
+        return changes
+
+    def _announce(self, what: str, k: KeptIncident) -> None:
+        inc, imp = k.incident, k.incident.impact
+        cost = f", ${imp.lost_cost:,.2f} lost" if imp.lost_cost is not None else ""
+        self.say(f"{what} {inc.id} {inc.category} at {inc.root_id} ({imp.gpus} GPUs{cost})")
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.step()
+            except Exception as exc:
+                self.stepper.stats.errors += 1
+                self.stepper.stats.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception("analysis step failed")
+            if self._stop.wait(self.cfg.evaluation.interval_s):
+                return
+
+    def scrape_once(self) -> None:
+        """Every target scraped once, now (``--once``)."""
+        with httpx.Client() as client:
+            for target in self.cfg.scrape:
+                self.sinks.scrape(TargetScraper(target, self.inventory.resolver).scrape(client))
+
+    def start(self) -> None:
+        """The sources, the file watch and the analysis loop (the receivers start with the app)."""
+        if self.scraper is not None:
+            self.scraper.start()
+        for tail in self.tails:
+            tail.start()
+        self.rules.start(self.cfg.reload_interval_s)
+        if self.watch_inventory is not None:
+            self.watch_inventory.start(self.cfg.reload_interval_s)
+        self._loop = threading.Thread(target=self._run, name="suanli-analysis", daemon=True)
+        self._loop.start()
+
+    def stop(self) -> None:
+        """Sources first (what they read is delivered), then the loop, then the store."""
+        if self.scraper is not None:
+            self.scraper.stop()
+        for tail in self.tails:
+            tail.stop()
+        self.rules.stop()
+        if self.watch_inventory is not None:
+            self.watch_inventory.stop()
+        self._stop.set()
+        if self._loop is not None:
+            self._loop.join(120)
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
