@@ -237,6 +237,12 @@ def _profile(big: list[Score]) -> list[str]:
     return lines
 
 
+def _done_by(scores: list[Score]) -> str:
+    by: collections.Counter[tuple[int, str]] = collections.Counter(
+        (s.nodes, s.label.rsplit(" nodes ", 1)[0].rsplit(" seed ", 1)[1]) for s in scores)
+    return ", ".join(f"{n} nodes seed {seed}: {k}" for (n, seed), k in sorted(by.items())) or "none"
+
+
 def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2] if xs else 0.0
 
@@ -255,7 +261,8 @@ def report(scores: list[Score], runs: dict[str, SweepRun], seeds: tuple[int, ...
         f"`python bench/diagnosis.py`: {len(scores)} of {len(runs)} runs done (seeds {list(seeds)} x sizes {list(sizes)} "
         f"nodes x 13 categories, a healthy run and two two-fault runs per seed and size; {minutes:.0f}-minute "
         f"windows), every nuisance on (`Nuisances.sweep()`), the variants spread over the runs (docs/simulator.md). "
-        f"Machine: 2 cores shared with other jobs; simulate + diagnose {run_s / 60:.0f} min in all.", "",
+        f"Machine: 2 cores shared with other jobs; simulate + diagnose {run_s / 60:.0f} min in all. Runs done by "
+        f"size and seed: {_done_by(scores)}.", "",
         "| figure | value | target |", "| --- | --- | --- |",
         f"| faults found (category and root id) | {sum(len(s.found) for s in scores)}/"
         f"{sum(len(s.found) + len(s.missed) for s in scores)} | >= 97 % |",

@@ -13,6 +13,7 @@ misses by variant, alerts per incident, detection delay, and a sampling profile 
     # --quick: one seed, 8 and 16 nodes, 15-minute windows (a few minutes; not written to RESULTS.md)
     # --state: one JSON line per finished run; a rerun skips the runs already there (resume)
     # --max-nodes N: leave the larger sizes for later (with --state, a later run does them)
+    # --only 128:1: run only these sizes (and seeds) now; the report covers every run in --state
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _sweep import _load, _one, report  # noqa: E402  (bench/ is not a package)
-from suanli.sim.sweep import SEEDS, SIZES, sweep_runs  # noqa: E402
+from suanli.sim.sweep import SEEDS, SIZES, SweepRun, sweep_runs  # noqa: E402
 
 RESULTS = HERE / "results" / "diagnosis.md"
 
@@ -39,7 +40,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--state", type=Path, help="JSON lines of finished runs: resume from it, append to it")
     ap.add_argument("--report-only", action="store_true", help="report the runs in --state, run nothing")
     ap.add_argument("--max-nodes", type=int, default=128, help="run only the sizes up to this (the rest stay to do)")
+    ap.add_argument("--only", default="", help="run only these sizes and seeds now, e.g. 128:1 (the rest stay to do)")
     return ap.parse_args(argv)
+
+
+def _chosen(run: SweepRun, only: str) -> bool:
+    """``--only SIZES[:SEEDS]`` (comma lists): whether ``run`` is among them."""
+    if not only:
+        return True
+    sizes, _, seeds = only.partition(":")
+    return run.nodes in {int(x) for x in sizes.split(",")} and (not seeds or run.seed in {int(x) for x in seeds.split(",")})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     order = sorted(runs, key=lambda r: (r.nodes, r.seed))     # cheapest first: every prefix spans seeds and categories
     with tempfile.TemporaryDirectory() as d:
         for i, run in enumerate(order):
-            if run.label in done or args.report_only or run.nodes > args.max_nodes:
+            if run.label in done or args.report_only or run.nodes > args.max_nodes or not _chosen(run, args.only):
                 continue
             s = done[run.label] = _one(run, Path(d))
             if args.state is not None:
