@@ -254,3 +254,24 @@ def test_idle_ports_carry_only_management_traffic(tmp_path: Path) -> None:
         if port in idle:
             assert low * 0.98 <= rate <= high * 1.02, (port, rate)     # no job's ring crosses a spare node's port
     assert max((s[-1][1] - s[0][1]) for s in map(sorted, pkts.values())) > 1e8    # ring ports carry the jobs
+
+
+def test_gaps_anywhere_may_land_on_a_fault_s_node() -> None:
+    from dataclasses import replace
+
+    import numpy as np
+
+    from suanli.sim.cluster import ClusterSpec, build_cluster
+    from suanli.sim.faults import Fault
+    from suanli.sim.nuisances import plan_nuisances
+
+    c = build_cluster(ClusterSpec(nodes=4), np.random.default_rng(0), "t")
+    # a fault on each of three of the four nodes: without gaps_anywhere every gap is on the fourth
+    faults = [Fault("gpu_thermal", f"{n.id}/gpu0", 0.0, 0.7) for n in c.nodes[:3]]
+    ts = 15.0 * np.arange(40)
+    nz = Nuisances(dcgm_gap_s=(120.0, 135.0), node_outage_s=(60.0, 180.0))
+    quiet = {plan_nuisances(nz, c, faults, ts, s, set()).dcgm_gap[0] for s in range(20)}  # type: ignore[index]
+    anywhere = {plan_nuisances(replace(nz, gaps_anywhere=True), c, faults, ts, s, set()).dcgm_gap[0]  # type: ignore[index]
+                for s in range(20)}
+    assert quiet == {3}
+    assert {0, 1, 2} & anywhere

@@ -88,6 +88,8 @@ class Nuisances:
     """One node's dcgm-exporter misses scrapes for this long (drawn in the range)."""
     node_outage_s: tuple[float, float] | None = None
     """One node answers no scrape at all (dcgm, node-exporter, suanli agent) for this long."""
+    gaps_anywhere: bool = False
+    """Gaps and outages may land on a fault's own node too (else only on nodes no fault sits on)."""
     end_bias: float = 1.0 / 3.0
     """Share of drawn restart / gap times placed in the last three minutes of the window."""
     job_state_telemetry: bool = False
@@ -111,7 +113,7 @@ class Nuisances:
     def sweep(cls) -> Nuisances:
         """Every nuisance on, with the magnitudes the public samples show."""
         return cls(counter_history=True, background_errors=True, idle_port_pps=(300.0, 1500.0), switch_clear=True,
-                   restart_anywhere=True,
+                   restart_anywhere=True, gaps_anywhere=True,
                    dcgm_gap_s=(120.0, 135.0), node_outage_s=(60.0, 180.0), job_state_telemetry=True,
                    long_checkpoint_s=(60.0, 150.0), gauge_spikes=0.006, power_cap=0.035,
                    int64_sentinel=True, log_noise=True, noise=NoiseConfig(nan=0.0001))
@@ -184,7 +186,7 @@ def plan_nuisances(nz: Nuisances, c: SimCluster, faults: list[Fault], ts: np.nda
         node, j = int(old.integers(0, len(c.nodes))), int(old.integers(2, max(3, n - 4)))
         plan.agent_restart = (node, _when(old, n, nz.end_bias) if nz.restart_anywhere else j)
     rng = np.random.default_rng([seed, *b"nuisances"])
-    quiet = _quiet_nodes(c, faults)
+    quiet = [n.index for n in c.nodes] if nz.gaps_anywhere else _quiet_nodes(c, faults)
     if nz.switch_clear and n > 4:
         plan.switch_clear = (c.leaves[int(rng.integers(0, len(c.leaves)))], _when(rng, n, nz.end_bias),
                              float(rng.uniform(0.1, 0.9)))

@@ -70,3 +70,21 @@ def test_empty_and_unknown_ranks_do_not_crash() -> None:
                     f.node_id, f.trace_id, f.span_id, f.parent_id)
     sc = straggler_scores(phase_matrix(bad))
     assert len(sc.score) == 0
+
+
+def test_a_straggler_that_recovers_inside_the_window_scores_over_its_spell() -> None:
+    # steps of 2 s; rank 3 is 1.4x slow in steps 100..179 (160 s >= 120 s) of 400, then recovers.
+    # From its first slow step on it is slow in 80 of 300 steps (0.27 < 0.6); over its spell, 80 of 80.
+    f = job_frame(8, 400, slow_rank=3, slow_from=100)
+    keep = ~((f.rank == 3) & (f.step >= 180))
+    g = job_frame(8, 400)                     # the recovered steps: the healthy frame's rows of rank 3
+    back = (g.rank == 3) & (g.step >= 180)
+    both = SpanFrame(*(np.concatenate([getattr(f, k)[keep], getattr(g, k)[back]]) for k in SpanFrame.__dataclass_fields__))
+    sc = straggler_scores(phase_matrix(both))
+    assert sc.score[3] == 1.0 and sc.onset_step[3] == 100
+    # a spell of 10 slow steps (18 s < 120 s) at the same place is judged the old way: 10/300
+    f2 = job_frame(8, 400, slow_rank=3, slow_from=100)
+    keep2 = ~((f2.rank == 3) & (f2.step >= 110))
+    short = SpanFrame(*(np.concatenate([getattr(f2, k)[keep2], getattr(g, k)[(g.rank == 3) & (g.step >= 110)]])
+                        for k in SpanFrame.__dataclass_fields__))
+    assert straggler_scores(phase_matrix(short)).score[3] < 0.6

@@ -1,10 +1,22 @@
 """Fabric counters: CRC error ratio per switch port, pre-FEC BER (switch and NIC side), RDMA
 retransmits, InfiniBand symbol errors and link-downs per NIC, and NIC series that stop.
 
-Every increase is judged by :func:`suanli.analysis.changepoint.sudden_increase` on log10 of the
-signal against the series' own early baseline, AND by an absolute floor (a change from 1e-15 to
-1e-13 is sudden but harmless). Pure functions over (ts, values) arrays; the store adapter is in
-:mod:`suanli.analysis.fabric`.
+CRC errors and pre-FEC BER are judged as *episodes* (:func:`episode`): a run of scrapes in which
+the signal is at a level that matters, wherever in the window it lies. That holds for a step, a
+ramp, a fault that rises and recovers inside the window and one already running when the window
+opens, and it needs no clean baseline. A CRC episode needs both an error ratio against the port's
+own traffic (``min_crc_ratio``) and an error rate that costs the collective crossing the port a
+share of its time (``retransmit_cost_s`` x errors/s >= ``min_time_share``): a few errors per hour
+on a busy port are neither, and on an idle port (a few hundred packets per second of management
+traffic) a lone error gives a large ratio but costs nothing. A lower rate (``min_weak_crc_per_s``)
+is kept as a *weak* episode: a finding only when the jobs crossing the port show the effect
+(:mod:`suanli.analysis.fabric.findings`). A BER episode is a level ``min_ber_decades`` above the
+port's own early level or above the median of every port (peers: a fault already running has no
+own baseline).
+
+Retransmits and symbol errors are judged by :func:`suanli.analysis.changepoint.sudden_increase` on
+log10 of the rate against the series' own early baseline, AND by an absolute floor. Pure functions
+over (ts, values) arrays; the store adapter is in :mod:`suanli.analysis.fabric`.
 """
 
 from __future__ import annotations
@@ -16,8 +28,8 @@ import numpy.typing as npt
 
 from suanli.analysis.changepoint import ChangeConfig, ChangePoint, sudden_increase
 
-__all__ = ["CounterAnomaly", "CounterConfig", "aligned_ratio", "detect_signal", "link_downs",
-           "rolling_mean", "stopped_series"]
+__all__ = ["CounterAnomaly", "CounterConfig", "aligned_ratio", "ber_episode", "crc_episode", "detect_signal",
+           "episode", "link_downs", "rolling_mean", "stopped_series"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -33,18 +45,26 @@ class CounterConfig:
     smooth_scrapes: int = 4
     """Error rates are trailing means over this many scrapes: CRC errors come in bursts, and a
     port that errs every other minute is as broken as one that errs all the time."""
-    crc_change: ChangeConfig = field(default_factory=lambda: _log_change(0.25, 1e-12))
-    """Change test on log10(CRC errors / packets); ratios under 1e-12 count as 1e-12."""
     min_crc_ratio: float = 1e-6
-    """CRC error ratio after the change must reach this (healthy links: < 1e-9)."""
-    ber_change: ChangeConfig = field(default_factory=lambda: _log_change(0.2, 1e-16))
-    """Change test on log10(pre-FEC BER)."""
-    min_ber_decades: float = 1.0
-    """A pre-FEC BER rise counts from this many orders of magnitude (see also
-    ``FindingConfig.optical_decades``; a bad-CRC port's BER rose 0.8 decades in a public scenario)."""
+    """CRC errors per packet on the port's own traffic (healthy links: < 1e-9; a bad cable: 1e-4)."""
+    retransmit_cost_s: float = 1e-3
+    """Time one lost packet costs the flow that crosses the port (a transport retransmission:
+    RoCE go-back-N or an InfiniBand retry, about a millisecond)."""
+    min_time_share: float = 1e-3
+    """errors/s x ``retransmit_cost_s`` from which a CRC episode is strong on its own: 1 error/s
+    (3,600/h) costs the crossing collective 0.1 % of its time; healthy ports count 0-20/h."""
+    min_weak_crc_per_s: float = 0.05
+    """From this rate (180/h, well above a background of a few per hour) an episode is weak: a
+    finding only when the jobs crossing the port slow (retransmits, latency)."""
+    min_episode_scrapes: int = 6
+    """An episode lasts at least this many scrapes: longer than ``smooth_scrapes``, so one burst
+    (an exporter reading an old count once) cannot make one."""
+    min_ber_decades: float = 1.5
+    """A pre-FEC BER episode sits this many orders of magnitude above the port's own early level
+    and above the median of every port (a bad-CRC port's BER rose 0.8 decades in a public scenario)."""
     min_ber: float = 1e-10
-    """... and at least this BER after the change (healthy HDR/NDR optics: 1e-13 .. 1e-11; the
-    seed's degrading optic: 1e-12 -> 5e-10)."""
+    """... and at least this BER (healthy HDR/NDR optics: 1e-13 .. 1e-11; the seed's degrading
+    optic: 1e-12 -> 5e-10)."""
     rate_change: ChangeConfig = field(default_factory=lambda: _log_change(0.25, 1e-3))
     """Change test on log10 of per-second error rates (retransmits, symbol errors)."""
     min_retransmit_rate: float = 1.0
@@ -71,6 +91,10 @@ class CounterAnomaly:
     detected_at_s: float
     before: float
     after: float
+    weak: bool = False
+    """A CRC episode under the strong rate: a finding only with an effect on the crossing jobs."""
+    errors_per_s: float = float("nan")
+    """CRC errors per second in the episode (median)."""
 
 
 def rolling_mean(values: F64, k: int) -> F64:
@@ -100,14 +124,73 @@ def aligned_ratio(num_ts: F64, num: F64, den_ts: F64, den: F64) -> tuple[F64, F6
 
 
 def detect_signal(kind: str, entity: str, signal: str, ts: F64, values: F64,
-                  change: ChangeConfig, min_after: float, min_decades: float = 0.0) -> CounterAnomaly | None:
-    """A sudden increase to at least ``min_after`` (and ``min_decades`` orders up), or None."""
+                  change: ChangeConfig, min_after: float) -> CounterAnomaly | None:
+    """A sudden increase to at least ``min_after``, or None."""
     cp: ChangePoint | None = sudden_increase(ts, values, change)
     if cp is None or cp.after < min_after:
         return None
-    if min_decades > 0 and np.log10(max(cp.after, 1e-300) / max(cp.before, change.floor)) < min_decades:
-        return None
     return CounterAnomaly(kind, entity, signal, cp.onset_s, cp.detected_at_s, cp.before, cp.after)
+
+
+def episode(bad: npt.NDArray[np.bool_], min_run: int) -> tuple[int, int] | None:
+    """(first, last + 1) of the longest run of ``bad`` samples, if it has ``min_run`` of them."""
+    if len(bad) == 0:
+        return None
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(np.int8), [0]])))
+    starts, ends = edges[::2], edges[1::2]
+    if len(starts) == 0:
+        return None
+    i = int(np.argmax(ends - starts))
+    return (int(starts[i]), int(ends[i])) if ends[i] - starts[i] >= min_run else None
+
+
+def _median(x: F64) -> float:
+    x = x[np.isfinite(x)]
+    return float(np.median(x)) if len(x) else float("nan")
+
+
+def crc_episode(entity: str, ts: F64, errors_s: F64, packets_s: F64,
+                cfg: CounterConfig = CounterConfig()) -> CounterAnomaly | None:
+    """A CRC episode on a port: per-second error and packet rates at the same times (resets already
+    handled), judged after a ``smooth_scrapes`` trailing mean. Strong, else weak, else None."""
+    k = cfg.smooth_scrapes
+    e, p = rolling_mean(errors_s, k), rolling_mean(packets_s, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(p > 0, e / p, np.nan)
+    high = np.nan_to_num(ratio) >= cfg.min_crc_ratio
+    strong_rate = cfg.min_time_share / cfg.retransmit_cost_s
+    for weak, floor in ((False, strong_rate), (True, cfg.min_weak_crc_per_s)):
+        run = episode(high & (np.nan_to_num(e) >= floor), cfg.min_episode_scrapes)
+        if run is None:
+            continue
+        i0, i1 = run
+        raw = np.flatnonzero(np.nan_to_num(errors_s[max(0, i0 - k + 1): i0 + 1]) > 0)
+        first = max(0, i0 - k + 1) + (int(raw[0]) if len(raw) else k - 1)
+        before = _median(ratio[:first]) if first > 0 else float("nan")
+        return CounterAnomaly("switch_port", entity, "crc_ratio", float(ts[first]),
+                              float(ts[i0 + cfg.min_episode_scrapes - 1]), before if np.isfinite(before) else 0.0,
+                              _median(ratio[i0:i1]), weak, _median(e[i0:i1]))
+    return None
+
+
+def ber_episode(kind: str, entity: str, ts: F64, ber: F64, peer_median: float,
+                cfg: CounterConfig = CounterConfig()) -> CounterAnomaly | None:
+    """A pre-FEC BER episode: ``min_ber`` and ``min_ber_decades`` above both the port's own early
+    level and ``peer_median`` (the median BER of every port) for ``min_episode_scrapes``."""
+    ok = np.isfinite(ber)
+    if ok.sum() < cfg.min_episode_scrapes:
+        return None
+    v = ber[ok]
+    own = float(np.median(v[:max(1, len(v) // 4)]))
+    ref = min(own, peer_median) if np.isfinite(peer_median) else own
+    bar = max(cfg.min_ber, ref * 10 ** cfg.min_ber_decades)
+    run = episode(v >= bar, cfg.min_episode_scrapes)
+    if run is None:
+        return None
+    t = ts[ok]
+    i0, i1 = run
+    return CounterAnomaly(kind, entity, "pre_fec_ber", float(t[i0]), float(t[i0 + cfg.min_episode_scrapes - 1]),
+                          ref, float(np.median(v[i0:i1])))
 
 
 def link_downs(kind: str, entity: str, ts: F64, values: F64) -> CounterAnomaly | None:

@@ -119,6 +119,10 @@ def counter_findings(inv: Inventory, facts: CounterFacts, suspects: set[str], jo
         jobs = jobs_of(ent)
         sym = [a for a in nic_symptoms if a.entity_id not in taken and
                (_nic_port(inv, a.entity_id) == ent or (jobs & jobs_of(a.entity_id)))]
+        if crc is not None and crc.weak and not sym:
+            crc = None      # errors the crossing jobs do not feel: not an incident
+            if ber is None:
+                continue
         worst_ber = max((x for x in (ber, nic_ber) if x is not None), key=_decades, default=None)
         if worst_ber is not None and (crc is None or _decades(worst_ber) >= cfg.optical_decades):
             if worst_ber is nic_ber and nic_ber is not None:

@@ -14,6 +14,8 @@ from suanli.analysis.fabric.counters import (
     CounterAnomaly,
     CounterConfig,
     aligned_ratio,
+    ber_episode,
+    crc_episode,
     detect_signal,
     link_downs,
     rolling_mean,
@@ -106,7 +108,26 @@ def _crc(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[floa
         k = cfg.smooth_scrapes
         ts, ratio = aligned_ratio(s.ts, rolling_mean(s.values, k), p.ts, rolling_mean(p.values, k))
         facts.level(port, "crc_ratio", late_level(ratio))
-        facts.add(detect_signal("switch_port", port, "crc_ratio", ts, ratio, cfg.crc_change, cfg.min_crc_ratio))
+        facts.add(crc_episode(port, ts, s.values, _at(s.ts, p.ts, p.values), cfg))
+
+
+def _at(ts: F64, src_ts: F64, src: F64) -> F64:
+    """``src`` interpolated at ``ts`` (NaN outside its range)."""
+    ok = np.isfinite(src) & np.isfinite(src_ts)
+    if ok.sum() < 2:
+        return np.full(len(ts), np.nan)
+    order = np.argsort(src_ts[ok])
+    return np.interp(ts, src_ts[ok][order], src[ok][order], left=np.nan, right=np.nan)
+
+
+def _ber(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[float, float]) -> None:
+    series = _by_entity(store.series(M.BER, start=span[0], end=span[1]), ("switch_port", "nic"))
+    meds = [m for s in series.values() if np.isfinite(m := float(np.nanmedian(s.values)))] if series else []
+    peers = float(np.median(meds)) if meds else float("nan")
+    for ent, s in series.items():
+        facts.level(ent, "pre_fec_ber", late_level(s.values))
+        facts.level(ent, "pre_fec_ber_early", early_level(s.values))
+        facts.add(ber_episode(s.key.entity_kind or "", ent, s.ts, s.values, peers, cfg))
 
 
 def _rates(store: Store, metric: str, signal: str, cfg: CounterConfig, facts: CounterFacts,
@@ -123,11 +144,7 @@ def read_counters(store: Store, cfg: CounterConfig, span: tuple[float, float]) -
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         _crc(store, cfg, facts, span)
-        for ent, s in _by_entity(store.series(M.BER, start=span[0], end=span[1]), ("switch_port", "nic")).items():
-            facts.level(ent, "pre_fec_ber", late_level(s.values))
-            facts.level(ent, "pre_fec_ber_early", early_level(s.values))
-            facts.add(detect_signal(s.key.entity_kind or "", ent, "pre_fec_ber", s.ts, s.values,
-                                    cfg.ber_change, cfg.min_ber, cfg.min_ber_decades))
+        _ber(store, cfg, facts, span)
         _rates(store, M.RETRANS, "rdma_retransmits", cfg, facts, cfg.min_retransmit_rate, span)
         _rates(store, M.IB_SYMBOL, "symbol_errors", cfg, facts, cfg.min_symbol_error_rate, span)
         for nic, s in _by_entity(store.series(M.IB_DOWN, start=span[0], end=span[1]), ("nic",)).items():

@@ -153,12 +153,15 @@ def storage_findings(store: Store, inv: Inventory, span: tuple[float, float],
         if not v.slow or v.onset_s is None:
             continue
         ev = [f"{j}: data_load {c.after:.3g} s per step (baseline {c.before:.3g} s)" for j, c in v.job_changes.items()]
+        ev += [f"{j}: waits for data {x:.0%} of its step or more since the window opened (healthy: a few %)"
+               for j, x in v.load_share.items() if j not in v.job_changes]
         if v.latency_change is not None:
             c = v.latency_change
             ev.insert(0, f"{v.storage_id} read latency {c.after * 1e3:.3g} ms (baseline {c.before * 1e3:.3g} ms)")
-        sym = tuple(Symptom("job", j, "data_load slow", c.onset_s) for j, c in v.job_changes.items())
+        sym = tuple(Symptom("job", j, "data_load slow", v.job_changes[j].onset_s if j in v.job_changes else v.onset_s)
+                    for j in sorted({*v.job_changes, *v.load_share}))
         conf_of = policy("storage_slow").confidence
         conf = conf_of.strong if v.latency_change is not None else conf_of.weak
         out.append(Finding("storage_slow", "storage", v.storage_id, v.onset_s, None, conf, tuple(ev),
-                           "fabric", detected_at=v.onset_s, symptoms=sym, extra={"jobs": list(v.jobs_slowed)}))
+                           "fabric", detected_at=v.onset_s, symptoms=sym, extra={"jobs": sorted({*v.jobs_slowed, *v.load_share})}))
     return out

@@ -3,8 +3,9 @@
 Per step, every rank's compute time (forward + backward + optimizer) is scored against the
 step's median over ranks with a robust z = (x - median) / max(1.4826 MAD, rel_floor x median).
 A rank is slow in a step when z >= ``min_z`` and x >= ``min_ratio`` x median. Its straggler score
-in [0, 1] is the share of slow steps from its first slow step on (0 with fewer than
-``min_slow_steps``). A victim waits in its collectives: its allreduce grows, its compute does
+in [0, 1] is the share of slow steps from its first slow step on, or from its first to its last
+when those lie ``min_episode_s`` apart (a straggler that recovers inside the window), whichever is
+higher (0 with fewer than ``min_slow_steps``). A victim waits in its collectives: its allreduce grows, its compute does
 not, so it scores 0. Vectorised over ranks x steps (10,240 ranks x 720 steps in well under a second).
 """
 
@@ -41,6 +42,8 @@ class StragglerConfig:
     """A straggler is slow in at least this many steps ..."""
     min_score: float = 0.6
     """... and in at least this share of the steps from its first slow one (the score)."""
+    min_episode_s: float = 120.0
+    """A slow spell that ends inside the window is scored over its own span when it lasts this long."""
     min_ranks: int = 4
     """Steps with fewer ranks reporting are not scored."""
     hot_gpu_c: float = 85.0
@@ -122,8 +125,14 @@ def straggler_scores(m: PhaseMatrix, config: StragglerConfig = StragglerConfig()
     seen = np.isfinite(m.compute_s) & reporting[None, :]
     n_slow = slow.sum(axis=1)
     first = np.where(n_slow > 0, np.argmax(slow, axis=1), n_s)
-    after = seen & (np.arange(n_s)[None, :] >= first[:, None])
+    idx = np.arange(n_s)[None, :]
+    after = seen & (idx >= first[:, None])
     share = n_slow / np.maximum(after.sum(axis=1), 1)
+    last = n_s - 1 - np.argmax(slow[:, ::-1], axis=1)
+    t = m.step_start_s
+    lasting = (n_slow > 0) & (t[last] - t[np.minimum(first, n_s - 1)] >= config.min_episode_s)
+    spell = after & (idx <= last[:, None])
+    share = np.where(lasting, np.maximum(share, n_slow / np.maximum(spell.sum(axis=1), 1)), share)
     score = np.where(n_slow >= config.min_slow_steps, share, 0.0)
     _, comm_ratio_m = _robust_z(m.comm_s, config.rel_floor)
     with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Diagnosis over the simulator's sweep: every nuisance on, every category, healthy and two-fault runs.
+"""The sweep's machinery for ``bench/diagnosis.py``: simulate, diagnose, score, report.
 
 Each run of ``suanli.sim.sweep.sweep_runs`` (3 seeds x 8, 16, 32, 128 nodes x 13 categories, a
 healthy run and two two-fault runs per seed and size; 20-minute windows) is simulated, diagnosed
@@ -8,33 +8,28 @@ incidents on healthy runs, false incidents per 20 faulty runs, the false inciden
 form (the detector lane's work list), and where the time goes in the 128-node runs (a sampling
 profiler over the diagnosis, by module).
 
-    python bench/sweep.py [--quick] [--state FILE] [--report-only]
-    # --quick: one seed, 8 and 16 nodes, 15-minute windows (about 3 minutes on 2 idle cores)
-    # --state: one JSON line per finished run; a rerun skips the runs already there (resume)
-    # --max-nodes N: leave the larger sizes for later (with --state, a later run does them)
+The leading underscore keeps ``bench/run.py`` from running it as a benchmark of its own.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import shutil
 import sys
-import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from suanli.sim import simulate_custom
-from suanli.sim.sweep import SweepRun, sweep_runs
+from suanli.sim.sweep import SweepRun
+from suanli.timefmt import parse_time
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "sweep.md"
 STALLS = {"collective_hang", "nic_down", "gpu_lost", "gpu_memory_failure", "oom"}
 # The error counters a category's detector reads: a false incident on a part whose counter has a
 # background rate or a history is blamed on that nuisance.
@@ -100,6 +95,8 @@ class Score:
     sim_s: float = 0.0
     diag_s: float = 0.0
     profile: dict[str, int] = field(default_factory=dict)        # sampler counts (128-node runs)
+    delays: list[float] = field(default_factory=list)    # detected_at - onset of found faults (not running ones)
+    alerts: list[int] = field(default_factory=list)      # alerts folded into each found fault's incident
 
 
 def _context(category: str, entity: str, truth: dict[str, Any], inv: dict[str, Any]) -> str:
@@ -147,6 +144,11 @@ def _score(run: SweepRun, folder: Path, incidents: list[dict[str, Any]]) -> Scor
                and inc["root_cause"]["id"] == f["root_cause"]["id"]]
         (sc.found if hit else sc.missed).append(f["category"])
         matched.update(hit[:1])
+        if hit:
+            inc = incidents[hit[0]]
+            sc.alerts.append(int(inc.get("alerts") or 0))
+            if inc.get("detected_at") and f.get("params", {}).get("shape") != "running":
+                sc.delays.append(parse_time(inc["detected_at"]) - parse_time(f["start"]))
     for i, inc in enumerate(incidents):
         if i not in matched:
             where = _context(inc["category"], inc["root_cause"]["id"], truth, inv)
@@ -235,6 +237,12 @@ def _profile(big: list[Score]) -> list[str]:
     return lines
 
 
+def _done_by(scores: list[Score]) -> str:
+    by: collections.Counter[tuple[int, str]] = collections.Counter(
+        (s.nodes, s.label.rsplit(" nodes ", 1)[0].rsplit(" seed ", 1)[1]) for s in scores)
+    return ", ".join(f"{n} nodes seed {seed}: {k}" for (n, seed), k in sorted(by.items())) or "none"
+
+
 def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2] if xs else 0.0
 
@@ -246,19 +254,25 @@ def report(scores: list[Score], runs: dict[str, SweepRun], seeds: tuple[int, ...
     run_s = sum(s.sim_s + s.diag_s for s in scores)
     false_faulty = sum(len(s.false) for s in faulty)
     big = [s for s in scores if s.nodes >= 128]
+    alerts = [float(a) for s in scores for a in s.alerts]
+    delays = [d for s in scores for d in s.delays]
     lines = [
-        "## sweep", "",
-        f"`python bench/sweep.py`: {len(scores)} of {len(runs)} runs done (seeds {list(seeds)} x sizes {list(sizes)} "
+        "## diagnosis", "",
+        f"`python bench/diagnosis.py`: {len(scores)} of {len(runs)} runs done (seeds {list(seeds)} x sizes {list(sizes)} "
         f"nodes x 13 categories, a healthy run and two two-fault runs per seed and size; {minutes:.0f}-minute "
         f"windows), every nuisance on (`Nuisances.sweep()`), the variants spread over the runs (docs/simulator.md). "
-        f"Machine: 2 cores shared with other jobs; simulate + diagnose {run_s / 60:.0f} min in all.", "",
+        f"Machine: 2 cores shared with other jobs; simulate + diagnose {run_s / 60:.0f} min in all. Runs done by "
+        f"size and seed: {_done_by(scores)}.", "",
         "| figure | value | target |", "| --- | --- | --- |",
         f"| faults found (category and root id) | {sum(len(s.found) for s in scores)}/"
         f"{sum(len(s.found) + len(s.missed) for s in scores)} | >= 97 % |",
         f"| incidents on healthy runs | {sum(len(s.false) for s in healthy)} over {len(healthy)} runs "
         f"({sum(1 for s in healthy if s.false)} runs with any) | 0 |",
         f"| false incidents on faulty runs | {false_faulty} over {len(faulty)} runs = "
-        f"{20 * false_faulty / max(len(faulty), 1):.1f} per 20 runs | <= 1 per 20 |", "",
+        f"{20 * false_faulty / max(len(faulty), 1):.1f} per 20 runs | <= 1 per 20 |",
+        f"| alerts per found fault's incident (median / min) | {_median(alerts):.0f} / {min(alerts, default=0):.0f} | |",
+        f"| detection delay after onset (median / max) | {_median(delays):.0f} s / {max(delays, default=0):.0f} s | |",
+        "",
         *_table(scores), "", "Missed faults by variant:", "", *_missed_table(scores, runs), "",
         "False incidents by form (all runs):", "", *_false_table(scores), "",
     ]
@@ -272,41 +286,3 @@ def _load(state: Path | None) -> dict[str, Score]:
         return {}
     rows = [json.loads(x) for x in state.read_text().splitlines() if x.strip()]
     return {r["label"]: Score(**{**r, "false": [tuple(f) for f in r["false"]]}) for r in rows}
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="one seed, 8 and 16 nodes, 15-minute windows")
-    ap.add_argument("--state", type=Path, help="JSON lines of finished runs: resume from it, append to it")
-    ap.add_argument("--report-only", action="store_true", help="report the runs in --state, run nothing")
-    ap.add_argument("--max-nodes", type=int, default=128, help="run only the sizes up to this (the rest stay to do)")
-    args = ap.parse_args(argv)
-    seeds, sizes, minutes = ((1,), (8, 16), 15.0) if args.quick else ((1, 2, 3), (8, 16, 32, 128), 20.0)
-    runs = sweep_runs(seeds, sizes, minutes)
-    done = _load(args.state)
-    order = sorted(runs, key=lambda r: (r.nodes, r.seed))     # cheapest first: every prefix spans seeds and categories
-    with tempfile.TemporaryDirectory() as d:
-        for i, run in enumerate(order):
-            if run.label in done or args.report_only or run.nodes > args.max_nodes:
-                continue
-            s = done[run.label] = _one(run, Path(d))
-            if args.state is not None:
-                with args.state.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(asdict(s)) + "\n")
-            print(f"[{i + 1}/{len(runs)}] {run.label}: found {len(s.found)}/{len(s.found) + len(s.missed)}, "
-                  f"false {len(s.false)}, sim {s.sim_s:.1f} s, diagnose {s.diag_s:.1f} s", file=sys.stderr, flush=True)
-    scores = [done[r.label] for r in runs if r.label in done]
-    text = report(scores, {r.label: r for r in runs}, seeds, sizes, minutes)
-    print(text)
-    if not args.quick:
-        RESULTS.parent.mkdir(exist_ok=True)
-        RESULTS.write_text(text, encoding="utf-8")
-        from run import gather  # bench/run.py: RESULTS.md is every results/*.md put together
-
-        gather()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
-    raise SystemExit(main())
