@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from suanli.analysis.decisions import Decided
 from suanli.analysis.fabric import FabricResult
 from suanli.analysis.findings import Finding
 from suanli.analysis.health import HealthResult
@@ -73,3 +74,7 @@ class Diagnosis:
     results: AnalysisResults
     analysis_errors: list[str] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
+    decided: dict[str, Decided] = field(default_factory=dict)
+    """Each incident's costed decision by incident id (docs/decisions.md)."""
+    currency: str = "USD"
+    """The inventory's currency: the economics view's."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from suanli.analysis.decisions import Decided, savings
+from suanli.analysis.decisions.text import duration, money
 from suanli.analysis.health import GpuHealth, HealthResult
 from suanli.analysis.ledger import JobLedger
 from suanli.pipeline import Diagnosis
@@ -75,10 +77,29 @@ def _print_incidents(out: Console, diag: Diagnosis) -> None:
         out.print(f"[bold]{inc.id}[/bold] {inc.category} at {inc.root_id}:")
         for line in inc.evidence[:5]:
             out.print(f"    {line}", markup=False, highlight=False)
-        for act in inc.actions[:4]:
-            out.print(f"    action: {act.action} {act.target} ({act.status})", markup=False, highlight=False)
+        decided = diag.decided.get(inc.id)
+        lines = _decision_lines(decided) if decided is not None else \
+            [f"action: {a.action} {a.target} ({a.status})" for a in inc.actions[:4]]
+        for line in lines:
+            out.print(f"    {line}", markup=False, highlight=False)
     total = sum(i.alert_count for i in diag.incidents)
     out.print(f"alert compression: {total} alerts -> {len(diag.incidents)} incident(s)")
+    s = savings((d.decision for d in diag.decided.values()), diag.currency)
+    if s.incidents:
+        out.print(f"economics: the chosen actions save {money(s.total_saving, s.currency)} against doing nothing "
+                  f"over {duration(s.horizon_s)} ({money(s.total_stay, s.currency)} -> "
+                  f"{money(s.total_chosen, s.currency)}, {len(s.incidents)} incident(s))", markup=False, highlight=False)
+
+
+_SHOWN = ("stay degraded:", "escalation:", "chosen:")
+
+
+def _decision_lines(d: Decided) -> list[str]:
+    """The decision's evidence a reader acts on: staying, the first ranked actions, the choice."""
+    ranked = [x for x in d.decision.evidence if x[:1].isdigit() and ". " in x[:5]][:4]
+    keep = [x for x in d.decision.evidence if x.startswith(_SHOWN)]
+    out = keep[:1] + ranked + keep[1:]
+    return out + ([f"superseded by {d.superseded_by} (another incident's remediation)"] if d.superseded_by else [])
 
 
 def print_diagnosis(out: Console, diag: Diagnosis) -> None:
