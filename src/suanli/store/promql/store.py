@@ -92,8 +92,15 @@ class PromStore:
         self._range_known = False
 
     @property
-    def stats(self) -> QueryStats:
+    def query_stats(self) -> QueryStats:
+        """Queries sent, bytes moved and raw samples pulled so far."""
         return self.client.stats
+
+    def stats(self) -> dict[str, int]:
+        """Series in the window (the TSDB's sample count is not asked: it would load every sample),
+        and the secondary store's rows (spans, events)."""
+        rows = self.secondary.stats()
+        return {"series": len(self.series_keys()), "spans": rows.get("spans", 0), "events": rows.get("events", 0)}
 
     # -- discovery ----------------------------------------------------------------------------
     def metrics(self) -> list[str]:
