@@ -11,7 +11,8 @@ from suanli.cli import profile
 from suanli.cli import demo
 from suanli.cli import overrides
 from suanli.cli import rules
+from suanli.cli import inventory
 from suanli.cli.base import app, main, progress_bar
 # isort: on
 
-__all__ = ["app", "demo", "diagnose", "ingest", "main", "overrides", "profile", "progress_bar", "rules", "simulate"]
+__all__ = ["app", "demo", "diagnose", "ingest", "inventory", "main", "overrides", "profile", "progress_bar", "rules", "simulate"]
