@@ -22,7 +22,7 @@ from suanli.pipeline import diagnose as run_pipeline
 from suanli.store.duck import DuckStore
 from suanli.store.promql import PromConfig, PromStore
 
-__all__ = ["Backend", "diagnose", "diagnose_cmd", "open_diagnosis", "prom_config", "rca", "rca_cmd"]
+__all__ = ["Backend", "diagnose", "diagnose_cmd", "open_diagnosis", "prom_config", "rca", "rca_cmd", "write_back"]
 
 
 @dataclass(frozen=True)
@@ -87,10 +87,13 @@ def diagnose(
                                                             "repeatable).")] = None,
     bearer_token_file: Annotated[Path | None, typer.Option(help="File holding the TSDB's bearer token.")] = None,
     basic_auth_file: Annotated[Path | None, typer.Option(help="File holding USER:PASSWORD for the TSDB.")] = None,
+    remote_write: Annotated[str | None, typer.Option(help="Send the derived and suanli_*_info series to this "
+                                                          "remote-write 1.0 receiver (e.g. .../api/v1/write).")] = None,
 ) -> None:
     """Run every analysis and print incidents, predictions and the efficiency ledger."""
     backend = Backend(prometheus, inventory, tuple(logs or ()), tuple(traces or ()), bearer_token_file, basic_auth_file)
-    run_verb(lambda: diagnose_cmd(out, folder, db, as_json, start, end, rules, heatmap, alerts, backend))
+    run_verb(lambda: diagnose_cmd(out, folder, db, as_json, start, end, rules, heatmap, alerts, backend,
+                                  remote_write))
 
 
 @app.command()
@@ -151,13 +154,39 @@ def open_diagnosis(folder: Path | None, db: Path | None, start: str | None, end:
     return diag, store, inventory
 
 
+def write_back(url: str, diag: Diagnosis, inventory: Inventory) -> str:
+    """Send the diagnosis' derived series and the inventory's info series, stamped at the window's
+    end; the summary line (an InputError when the receiver took nothing)."""
+    from suanli.report import diagnosis_json
+    from suanli.store.remote_write import RemoteWriteConfig, RemoteWriter, diagnosis_series, info_series
+
+    t = diag.window.end
+    series = [*diagnosis_series(diagnosis_json(diag), t), *info_series(inventory, t)]
+    writer = RemoteWriter(RemoteWriteConfig(url))
+    try:
+        stats = writer.write(series)
+    finally:
+        writer.close()
+    if stats.sent == 0 and stats.errors:
+        raise InputError(f"--remote-write: nothing written: {stats.errors[-1]}")
+    line = f"remote write: {stats.sent} sample(s) of {len(series)} series to {url}"
+    if stats.rejected or stats.dropped or writer.pending:
+        line += (f"; {stats.rejected} rejected, {stats.dropped + writer.pending} not sent"
+                 + (f" ({stats.errors[-1]})" if stats.errors else ""))
+    return line
+
+
 def diagnose_cmd(console: Console, folder: Path | None, db: Path | None, as_json: bool, start: str | None,
                  end: str | None, rules: Path | None, heatmap: Path | None, alerts: Path | None,
-                 backend: Backend | None = None) -> int:
+                 backend: Backend | None = None, remote_write: str | None = None) -> int:
     from suanli.report import diagnosis_json, print_diagnosis, write_heatmap
 
-    diag, store, _inv = open_diagnosis(folder, db, start, end, rules, alerts, backend=backend)
+    if remote_write is not None and not remote_write.startswith(("http://", "https://")):
+        raise InputError(f"--remote-write {remote_write!r}: expected an http:// or https:// URL")
+    diag, store, inv = open_diagnosis(folder, db, start, end, rules, alerts, backend=backend)
     store.close()
+    if remote_write is not None:
+        err.print(write_back(remote_write, diag, inv), markup=False, highlight=False)
     if heatmap is not None:
         fabric = diag.results.fabric
         if fabric is None:
