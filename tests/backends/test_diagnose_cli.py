@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.backends.servers import Server, free_port
 from tests.backends.conftest import scenario_path
+from tests.backends.servers import Server, free_port
 from tests.cli.helpers import assert_one_line_error, run
 
 pytestmark = pytest.mark.slow

@@ -14,10 +14,10 @@ import httpx
 import pytest
 import yaml
 
+from suanli.timefmt import parse_time
 from tests.backends.conftest import scenario_path
 from tests.backends.servers import Server, start_prometheus, start_victoria_metrics, vm_import
 from tests.cli.helpers import assert_one_line_error, run
-from suanli.timefmt import parse_time
 
 pytestmark = pytest.mark.slow
 

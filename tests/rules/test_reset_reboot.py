@@ -41,7 +41,7 @@ def test_a_rule_may_ask_for_a_reset_and_a_reboot_on_its_gpu_and_node() -> None:
 
 
 def test_an_unknown_action_is_still_refused_by_name() -> None:
-    with pytest.raises(InputError, match="unknown action 'power_cycle'.*reset_gpu, reboot_node"):
+    with pytest.raises(InputError, match=r"unknown action 'power_cycle'.*reset_gpu, reboot_node"):
         parse_rules(RULES.replace("- reboot_node", "- power_cycle"))
 
 

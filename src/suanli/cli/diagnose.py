@@ -17,7 +17,15 @@ from suanli.cli.window import flag_time, verb_window
 from suanli.config import Config
 from suanli.errors import InputError
 from suanli.inventory import Inventory
-from suanli.pipeline import Diagnosis, Files, load_inputs, open_db, open_folder, open_prometheus, stored_inventory
+from suanli.pipeline import (
+    Diagnosis,
+    Files,
+    load_inputs,
+    open_db,
+    open_folder,
+    open_prometheus,
+    stored_inventory,
+)
 from suanli.pipeline import diagnose as run_pipeline
 from suanli.store.duck import DuckStore
 from suanli.store.promql import PromConfig, PromStore
@@ -35,11 +43,14 @@ class Backend:
     traces: tuple[Path, ...] = ()
     bearer_token_file: Path | None = None
     basic_auth_file: Path | None = None
+    metric_maps: tuple[str, ...] = ()
+    """Presets or map files, later ones winning (``suanli.store.promql.metric_map``)."""
 
     def given(self) -> list[str]:
         """The backend flags given without ``--prometheus`` (each is an error then)."""
         flags = {"--inventory": self.inventory, "--logs": self.logs, "--traces": self.traces,
-                 "--bearer-token-file": self.bearer_token_file, "--basic-auth-file": self.basic_auth_file}
+                 "--bearer-token-file": self.bearer_token_file, "--basic-auth-file": self.basic_auth_file,
+                 "--metric-map": self.metric_maps}
         return [k for k, v in flags.items() if v]
 
 
@@ -66,7 +77,10 @@ def prom_config(b: Backend) -> PromConfig:
         user, sep, password = _secret(b.basic_auth_file, "--basic-auth-file").partition(":")
         if not sep or not user:
             raise InputError(f"--basic-auth-file {b.basic_auth_file}: expected one line USER:PASSWORD")
-    return PromConfig(b.url.rstrip("/"), username=user, password=password, bearer_token=token)
+    from suanli.store.promql.metric_map import combine, load_metric_map
+
+    names = combine(load_metric_map(m) for m in b.metric_maps)
+    return PromConfig(b.url.rstrip("/"), username=user, password=password, bearer_token=token, metric_map=names)
 
 
 @app.command()
@@ -87,11 +101,16 @@ def diagnose(
                                                             "repeatable).")] = None,
     bearer_token_file: Annotated[Path | None, typer.Option(help="File holding the TSDB's bearer token.")] = None,
     basic_auth_file: Annotated[Path | None, typer.Option(help="File holding USER:PASSWORD for the TSDB.")] = None,
+    metric_map: Annotated[list[str] | None, typer.Option(help="The TSDB's names for suanli's metrics: a preset "
+                                                              "(dcgm-exporter, dcgm-exporter-kubernetes, "
+                                                              "node-exporter-infiniband, ibdiagnet, snmp-if-mib) or a "
+                                                              "map file (repeatable).")] = None,
     remote_write: Annotated[str | None, typer.Option(help="Send the derived and suanli_*_info series to this "
                                                           "remote-write 1.0 receiver (e.g. .../api/v1/write).")] = None,
 ) -> None:
     """Run every analysis and print incidents, predictions and the efficiency ledger."""
-    backend = Backend(prometheus, inventory, tuple(logs or ()), tuple(traces or ()), bearer_token_file, basic_auth_file)
+    backend = Backend(prometheus, inventory, tuple(logs or ()), tuple(traces or ()), bearer_token_file, basic_auth_file,
+                      tuple(metric_map or ()))
     run_verb(lambda: diagnose_cmd(out, folder, db, as_json, start, end, rules, heatmap, alerts, backend,
                                   remote_write))
 

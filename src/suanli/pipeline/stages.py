@@ -36,8 +36,14 @@ from suanli.pipeline.model import AnalysisResults, Correlated, RuleAlerts
 from suanli.rules import ActionRunner, Alert, EntityIndex, Evaluator, RuleSet
 from suanli.store.api import Store
 from suanli.store.duck import DuckStore
-from suanli.store.history import History, IncidentRecord, RemediationRecord, load_history, record_incident, \
-    record_remediation
+from suanli.store.history import (
+    History,
+    IncidentRecord,
+    RemediationRecord,
+    load_history,
+    record_incident,
+    record_remediation,
+)
 from suanli.store.promql import PromStore
 
 __all__ = ["Decisions", "action_decisions", "actions", "analyses", "correlation", "costs", "decide_and_record",
