@@ -118,3 +118,23 @@ def test_presets_and_a_map_file_give_the_files_diagnosis(renamed: Server, tmp_pa
 
     assert crc(got) == crc(_files(SCENARIO)) != []
     assert crc(_diagnose(renamed)) == []            # unmapped, the port's own counters are not read
+
+
+@pytest.mark.slow
+def test_discover_reads_through_the_map(renamed: Server, tmp_path: Path) -> None:
+    """Discovery asks the TSDB for the exporters' series under their mapped names and relabels them:
+    with the GPU temperature and memory renamed (the map file) and dcgm-exporter behind Kubernetes
+    relabelling (the preset) it finds the scenario's own GPUs with their UUIDs."""
+    from suanli.inventory import load_inventory, parse_inventory
+
+    path = tmp_path / "gpu.yaml"
+    path.write_text(MAP_FILE)
+    truth = json.loads((scenario_path(SCENARIO) / "truth.json").read_text())
+    window = ["--start", truth["window"]["start"], "--end", truth["window"]["end"]]
+    original = load_inventory(scenario_path(SCENARIO) / "inventory.yaml")
+    proc = run("inventory", "discover", "--prometheus", renamed.url, "--cluster", "c", *window,
+               "--metric-map", "dcgm-exporter-kubernetes", "--metric-map", path, timeout_s=300)
+    assert proc.returncode == 0, proc.stderr
+    found = parse_inventory(proc.stdout)
+    assert {g: found.gpus[g].uuid for g in found.gpus} == {g: original.gpus[g].uuid for g in original.gpus}
+    assert "exporter's pod name" not in proc.stderr

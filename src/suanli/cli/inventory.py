@@ -22,9 +22,9 @@ __all__ = ["DCGM_SERIES", "IB_SERIES", "discover", "discover_cmd", "inventory_ap
 inventory_app = typer.Typer(no_args_is_help=True, help="The cluster inventory: discover it.")
 app.add_typer(inventory_app, name="inventory")
 
-DCGM_SERIES = "DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_POWER_USAGE"
+DCGM_SERIES = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
 """dcgm-exporter metrics whose label sets name the GPUs (every default profile exports them)."""
-IB_SERIES = "node_infiniband_port_data_transmitted_bytes_total|node_infiniband_info"
+IB_SERIES = ("node_infiniband_port_data_transmitted_bytes_total", "node_infiniband_info")
 """node-exporter's infiniband collector: one series per (instance, device, port)."""
 LOOKBACK_S = 400 * 86400.0
 """Series seen within this long before ``--end`` (default now) count when ``--start`` is not given."""
@@ -43,9 +43,12 @@ def discover(
     end: Annotated[str | None, typer.Option(help="Series seen until (RFC 3339; default now).")] = None,
     bearer_token_file: Annotated[Path | None, typer.Option(help="File holding the TSDB's bearer token.")] = None,
     basic_auth_file: Annotated[Path | None, typer.Option(help="File holding USER:PASSWORD for the TSDB.")] = None,
+    metric_map: Annotated[list[str] | None, typer.Option(help="The TSDB's names and labels for the exporters' "
+                                                              "series: a preset or a map file (repeatable).")] = None,
 ) -> None:
     """Write an inventory.yaml from dcgm-exporter and node-exporter series, Slurm and Kubernetes."""
-    backend = Backend(prometheus, bearer_token_file=bearer_token_file, basic_auth_file=basic_auth_file)
+    backend = Backend(prometheus, bearer_token_file=bearer_token_file, basic_auth_file=basic_auth_file,
+                      metric_maps=tuple(metric_map or ()))
     run_verb(lambda: discover_cmd(err, backend, out_file, existing, slurm, kube, cluster, (start, end)))
 
 
@@ -83,11 +86,16 @@ def _window(bounds: tuple[str | None, str | None]) -> tuple[int, int]:
 def _label_sets(backend: Backend, window: tuple[int, int]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     from suanli.store.promql.client import PromClient
 
-    client = PromClient(prom_config(backend))
+    cfg = prom_config(backend)
+    client = PromClient(cfg)
     try:
-        def sets(names: str) -> list[dict[str, str]]:
-            found = client.series(f'{{__name__=~"{names}"}}', *window)
-            unique = {tuple(sorted((k, v) for k, v in s.items() if k != "__name__")) for s in found}
+        def sets(metrics: tuple[str, ...]) -> list[dict[str, str]]:
+            """The distinct label sets of ``metrics`` (under the TSDB's names), as suanli reads them."""
+            by_source = {cfg.metric_map.source(m).name: m for m in metrics}
+            found = client.series(f'{{__name__=~"{"|".join(sorted(by_source))}"}}', *window)
+            unique = {tuple(sorted(cfg.metric_map.relabel(by_source.get(s.get("__name__", ""), ""),
+                                                          {k: v for k, v in s.items() if k != "__name__"}).items()))
+                      for s in found}
             return [dict(u) for u in sorted(unique)]
 
         return sets(DCGM_SERIES), sets(IB_SERIES)
