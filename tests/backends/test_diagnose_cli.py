@@ -79,8 +79,8 @@ def test_the_terminal_report_names_the_choice(backend_for: Callable[[str, str], 
     server = backend_for("prometheus", "switch_port_errors")
     proc = run("diagnose", "--prometheus", server.url, *_flags("switch_port_errors"), timeout_s=600)
     assert proc.returncode == 0, proc.stderr
-    assert "switch_port_errors at leaf-02/p16" in proc.stdout
-    assert "chosen: " in proc.stdout and "economics: the chosen actions save $" in proc.stdout
+    assert "root cause  switch_port leaf-02/p16" in proc.stdout
+    assert "chosen: " in proc.stdout and "economics: $" in proc.stdout and " saved over 4 h ($" in proc.stdout
 
 
 def test_bad_flags_and_an_unreachable_server_are_one_line(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 from suanli.ingest.records import Event
 from suanli.rules import EntityIndex, Evaluator, parse_rules
 from suanli.rules.alerts import alerts_timeline
+from suanli.rules.evaluator import aligned_times
 from tests.rules.fakes import FakeStore
 
 GPU = "node-a/gpu0"
@@ -150,3 +151,43 @@ def test_any_mode_and_sudden_increase() -> None:
     # at 3630: 3345..3630: 255 + 3000 = 3255 over 285 s -> 11.4/s > 10 * 1.0 and > 1: fires at 3630
     assert [(a.entity_id, a.fired_at) for a in alerts] == [("node-a/mlx5_0", 3630)]
     assert alerts[0].value == pytest.approx(3255 / 285, rel=1e-6)
+
+
+def test_held_only_rules_leave_idle_spares_alone() -> None:
+    # node-a/gpu0 is held by job-1, node-b/gpu0 is a spare; both read 0 % utilisation for 20 min.
+    # A held_only rule fires on the held GPU only; the same rule without it fires on both.
+    spare = "node-b/gpu0"
+    index = EntityIndex(gpus=[GPU, spare], nodes=["node-a", "node-b"], jobs=["job-1"],
+                        gpu_node={GPU: "node-a", spare: "node-b"}, job_gpus={"job-1": [GPU]})
+    ts = list(range(0, 1201, 15))
+    s = FakeStore()
+    for g in (GPU, spare):
+        s.add("DCGM_FI_DEV_GPU_UTIL", "gpu", g, ts, [0.0] * len(ts))
+    held = _rules(["gpu_util < 10 for 10m"], extra="    held_only: true\n")
+    assert {a.entity_id for a in Evaluator(parse_rules(held), index).run(s, 0, 1200) if a.fired_at} == {GPU}
+    every = _rules(["gpu_util < 10 for 10m"])
+    assert {a.entity_id for a in Evaluator(parse_rules(every), index).run(s, 0, 1200) if a.fired_at} == {GPU, spare}
+    assert index.held("node") == ["node-a"]
+
+
+@pytest.mark.parametrize(("scope", "value", "needle"), [("switch_port", "true", "applies to gpu and node"),
+                                                        ("gpu", "yes", "true or false")])
+def test_held_only_is_checked(scope: str, value: str, needle: str) -> None:
+    with pytest.raises(Exception, match=needle):
+        parse_rules(_rules(["gpu_util < 10 for 10m"], scope=scope, extra=f"    held_only: {value}\n"))
+
+
+def test_evaluation_times_align_to_absolute_time() -> None:
+    # Samples every 10 s from t=1003 (over 85 from 1063). Evaluated every 15 s on multiples of 15
+    # since the epoch, the condition first holds at 1065 and the 1-minute 'for' is served at 1125,
+    # whether the window opens at 1000, 1001 or 1007 (steps counted from the start would fire at
+    # 1136 for 1001: pending at 1076; and 1127 for 1007: pending at 1067).
+    ts = [1003.0 + 10 * k for k in range(30)]
+    s = _temps(ts, [90.0 if t >= 1063 else 80.0 for t in ts])
+    fired = set()
+    for start in (1000.0, 1001.0, 1007.0):
+        _, alerts = _run(_rules(["gpu_temp > 85 for 1m"]), s, start, 1300)
+        fired |= {(a.active_at, a.fired_at) for a in alerts}
+    assert fired == {(1065.0, 1125.0)}
+    assert aligned_times(1001.0, 1046.0, 15.0).tolist() == [1005.0, 1020.0, 1035.0]
+    assert aligned_times(1005.0, 1005.0, 15.0).tolist() == [1005.0]

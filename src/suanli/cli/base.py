@@ -34,8 +34,10 @@ def _out_width() -> int | None:
     return PIPE_WIDTH
 
 
-out = Console(soft_wrap=True, width=_out_width())
-err = Console(stderr=True, soft_wrap=True)
+# markup=False, emoji=False: text from telemetry is printed as typed: "[red]" in a label is not a
+# colour, ":AB:" in a PCI bus id and ":fire:" in a label are not emoji. (No output uses markup.)
+out = Console(soft_wrap=True, width=_out_width(), markup=False, emoji=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)
 _state: dict[str, bool] = {"debug": False}
 
 DEFAULT_DB = Path("suanli.duckdb")

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from suanli.cli.base import DEFAULT_DB, app, err, out, progress_bar, run_verb
+from suanli.cli.paths import output_format
 from suanli.cli.window import flag_time, verb_window
 from suanli.config import Config
 from suanli.errors import InputError
@@ -30,7 +31,10 @@ from suanli.pipeline import diagnose as run_pipeline
 from suanli.store.duck import DuckStore
 from suanli.store.promql import PromConfig, PromStore
 
-__all__ = ["Backend", "diagnose", "diagnose_cmd", "open_diagnosis", "prom_config", "rca", "rca_cmd", "write_back"]
+__all__ = ["REPORT_FORMATS", "Backend", "diagnose", "diagnose_cmd", "open_diagnosis", "prom_config", "rca", "rca_cmd",
+           "write_back"]
+
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf"}
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def rca(
     job: Annotated[str, typer.Option(help="Job id.")],
     start: Annotated[str, typer.Option(help="Window start (RFC 3339).")],
     end: Annotated[str, typer.Option(help="Window end (RFC 3339).")],
-    out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+    out_file: Annotated[Path, typer.Option("--out", help="Report file to write: .html, or .pdf (needs Chromium).")],
     sla_id: Annotated[str | None, typer.Option("--sla-id", help="SLA id (default: the job's).")] = None,
     db: Annotated[Path, typer.Option(help="DuckDB file.")] = DEFAULT_DB,
     folder: Annotated[Path | None, typer.Option("--dir", help="A scenario folder instead of --db.")] = None,
@@ -200,6 +204,8 @@ def diagnose_cmd(console: Console, folder: Path | None, db: Path | None, as_json
                  backend: Backend | None = None, remote_write: str | None = None) -> int:
     from suanli.report import diagnosis_json, print_diagnosis, write_heatmap
 
+    if heatmap is not None:
+        output_format("--heatmap", heatmap, {".html": "html", ".htm": "html", ".png": "png"})
     if remote_write is not None and not remote_write.startswith(("http://", "https://")):
         raise InputError(f"--remote-write {remote_write!r}: expected an http:// or https:// URL")
     diag, store, inv = open_diagnosis(folder, db, start, end, rules, alerts, backend=backend)
@@ -226,6 +232,9 @@ def rca_cmd(console: Console, job: str, sla_id: str | None, start: str, end: str
     from suanli.pipeline.rca import rca_data
     from suanli.report.rca import html_to_pdf, write_rca
 
+    fmt = output_format("--out", out_file, REPORT_FORMATS)
+    if pdf is not None:
+        output_format("--pdf", pdf, {".pdf": "pdf"})
     diag, store, inv = open_diagnosis(folder, None if folder else db, start, end, None)
     try:
         if job not in inv.jobs:
@@ -233,6 +242,13 @@ def rca_cmd(console: Console, job: str, sla_id: str | None, start: str, end: str
         data = rca_data(diag, store, inv, job, sla_id)
     finally:
         store.close()
+    if fmt == "pdf":
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            html = write_rca(Path(tmp) / "report.html", data)
+            console.print(f"wrote {html_to_pdf(html, out_file)}")
+        return 0
     write_rca(out_file, data)
     console.print(f"wrote {out_file}")
     if pdf is not None:

@@ -20,11 +20,20 @@ def gpu_override(
     gpu: Annotated[str, typer.Argument(help="Canonical GPU id, e.g. node-007/gpu3.")],
     state: Annotated[str, typer.Option(help="healthy | retired")],
     reason: Annotated[str, typer.Option(help="Why (kept in the audit log).")],
-    who: Annotated[str, typer.Option(help="Operator name.")] = "operator",
+    who: Annotated[str | None, typer.Option(help="Operator name [default: your login name].")] = None,
     db: Annotated[Path, typer.Option(help="DuckDB file whose overrides log to use.")] = DEFAULT_DB,
 ) -> None:
     """Mark a GPU healthy again (or retired), with a reason; stored and audited."""
-    run_verb(lambda: override_cmd(out, gpu, state, reason, who, db))
+    run_verb(lambda: override_cmd(out, gpu, state, reason, who or _login(), db))
+
+
+def _login() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER (a bare container)
+        return "unknown"
 
 
 def override_cmd(console: Console, gpu: str, state: str, reason: str, who: str, db: Path) -> int:
@@ -42,5 +51,5 @@ def override_cmd(console: Console, gpu: str, state: str, reason: str, who: str, 
     if gpu_id is None:
         raise InputError(f"{gpu}: no such GPU in the inventory")
     record_override(path, gpu_id, state, reason, who)
-    console.print(f"{gpu_id} marked {state} ({reason}); audit log {path}")
+    console.print(f"{gpu_id} marked {state} by {who} ({reason}); audit log {path}", markup=False, highlight=False)
     return 0

@@ -24,6 +24,8 @@ def diagnose(store: Store, inventory: Inventory, window: Window | None = None, c
     cfg = config if config is not None else Config()
     inp = inputs if inputs is not None else Inputs(load_rules(None))
     win = resolve_window(store, window) or Window(0.0, 0.0)
+    extent = store.time_range()
+    has_data = extent is not None and win.overlaps(*extent)
     results = stages.analyses(store, inventory, win, cfg)
     index, reach = EntityIndex.from_inventory(inventory), Reach(inventory)
     alerts = RuleAlerts()
@@ -42,4 +44,4 @@ def diagnose(store: Store, inventory: Inventory, window: Window | None = None, c
     timings = {**results.timings_s, **({"rules": alerts.seconds} if inp.ruleset is not None else {})}
     decided = stages.decide_and_record(found.incidents, store, inventory, win.end, cfg.decisions, errors, timings)
     return Diagnosis(inventory.cluster, win, list(missing), found.incidents, found.unexplained, results,
-                     errors, timings, decided, inventory.currency)
+                     errors, timings, has_data, decided, inventory.currency)

@@ -74,6 +74,9 @@ class Diagnosis:
     results: AnalysisResults
     analysis_errors: list[str] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
+    has_data: bool = True
+    """Whether any sample, span or event lies in the window (False: "no data in this window",
+    which is not "nothing is broken")."""
     decided: dict[str, Decided] = field(default_factory=dict)
     """Each incident's costed decision by incident id (docs/decisions.md)."""
     currency: str = "USD"

@@ -80,7 +80,8 @@ class ConditionData:
         self.start, self.end = start, end
         self.values = values or {}
         self._blocks: dict[str, tuple[SeriesBlock, list[str]]] = {}
-        self._pairs: dict[tuple[str, str, tuple[str, ...]], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+        self._pairs: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]],
+                          tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         self.max_window_s = max(config.lookback_s, config.rate_window_long_s,
                                 config.sudden_short_s + config.sudden_baseline_s)
         self._history: dict[str, float] = {}
@@ -127,7 +128,7 @@ class ConditionData:
 
     def _pairs_for(self, scope: str, kind: str, rows: list[str], entities: list[str]
                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        key = (scope, kind, tuple(rows))
+        key = (scope, kind, tuple(rows), tuple(entities))   # rules of one scope may cover different entities
         if key not in self._pairs:
             by_ent: dict[str, list[int]] = {}
             for r, e in enumerate(rows):

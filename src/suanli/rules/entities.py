@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from suanli.inventory.model import gpu_id
+
 __all__ = ["EntityIndex"]
 
 
@@ -48,7 +50,7 @@ class EntityIndex:
         gpu_nic: dict[str, str] = {}
         for nic in inv.nics.values():
             if nic.gpu is not None:
-                gpu_nic.setdefault(f"{nic.node}/gpu{nic.gpu}", nic.id)
+                gpu_nic.setdefault(gpu_id(nic.node, nic.gpu), nic.id)
         if topo is not None and hasattr(topo, "nic_for_gpu"):
             for g in inv.gpus:
                 n = topo.nic_for_gpu(g)
@@ -70,6 +72,15 @@ class EntityIndex:
     def of_scope(self, scope: str) -> list[str]:
         return {"gpu": self.gpus, "node": self.nodes, "nic": self.nics, "switch_port": self.ports,
                 "storage": self.storage, "job": self.jobs}.get(scope, [])
+
+    def held(self, scope: str) -> list[str]:
+        """The GPUs (``gpu``) or nodes (``node``) some job of the inventory holds: idle spares left out."""
+        gpus = sorted(self._gpu_jobs)
+        if scope == "gpu":
+            return gpus
+        if scope == "node":
+            return sorted({self.gpu_node[g] for g in gpus if g in self.gpu_node})
+        return list(self.of_scope(scope))
 
     def kind_of(self, entity: str) -> str | None:
         for scope in ("gpu", "nic", "node", "switch_port", "storage", "job"):

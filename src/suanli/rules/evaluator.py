@@ -1,6 +1,8 @@
 """The rule evaluator: Prometheus' alerting-rule state machine, vectorised over entities.
 
-At each evaluation time ``t`` (every ``eval_interval_s``, like Prometheus' rule manager):
+At each evaluation time ``t`` (every ``eval_interval_s``, like Prometheus' rule manager; the times
+are multiples of the interval since the epoch, so an alert fires at the same instant whatever
+window is asked for, as Prometheus aligns its group evaluations to absolute time):
 
 - a condition ``c`` is *true* at t when its value satisfies the comparison (absent data or NaN:
   false); it *holds* when it has been true at every evaluation since ``t - for`` (its run of
@@ -33,7 +35,7 @@ from suanli.rules.condition_data import ConditionData, RulesConfig, RuleStore
 from suanli.rules.entities import EntityIndex
 from suanli.rules.language import Rule, RuleSet
 
-__all__ = ["Evaluator", "RulesConfig", "evaluate_window"]
+__all__ = ["Evaluator", "RulesConfig", "aligned_times", "evaluate_window"]
 
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
@@ -77,13 +79,20 @@ def plan_actions(rule: Rule, entity: str, index: EntityIndex) -> tuple[PlannedAc
     return tuple(out)
 
 
+def aligned_times(start: float, end: float, interval_s: float) -> npt.NDArray[np.float64]:
+    """The evaluation times in ``[start, end]``: the multiples of ``interval_s`` since the epoch."""
+    first = np.ceil(start / interval_s - 1e-9) * interval_s
+    return np.arange(first, end + 1e-9, interval_s, dtype=np.float64)
+
+
 class Evaluator:
     """Evaluates a RuleSet over stored data: ``run`` (a window, batch) or ``step`` (one time, live)."""
 
     def __init__(self, ruleset: RuleSet, index: EntityIndex, config: RulesConfig | None = None) -> None:
         self.ruleset, self.index = ruleset, index
         self.config = config or RulesConfig()
-        self.states = [_RuleState.new(r, list(index.of_scope(r.scope))) for r in ruleset.rules]
+        self.states = [_RuleState.new(r, index.held(r.scope) if r.held_only else list(index.of_scope(r.scope)))
+                       for r in ruleset.rules]
         self.history: list[Alert] = []
         self.dropped_pending = 0
         self.last_eval_s: float | None = None
@@ -92,7 +101,7 @@ class Evaluator:
             values: Mapping[str, Mapping[str, float]] | None = None) -> list[Alert]:
         """Evaluate every ``eval_interval_s`` from start to end; all alerts that fired (firing or
         resolved) and those still pending at the end."""
-        times = np.arange(start, end + 1e-9, self.config.eval_interval_s)
+        times = aligned_times(start, end, self.config.eval_interval_s)
         data = self._data(store, start, end, values)
         last_use: dict[str, int] = {}
         for i, st in enumerate(self.states):

@@ -136,6 +136,9 @@ def to_prometheus(ruleset: RuleSet, config: RulesConfig | None = None) -> tuple[
         expr = _rule_expr(rule, cfg, notes)
         if expr is None:
             continue
+        if rule.held_only:
+            notes.append(f"rule {rule.name}: held_only (GPUs a job holds) is not in the export: Prometheus "
+                         f"has no job placement, so the exported rule also fires on idle spare GPUs")
         fors = {c.for_s for c in rule.conditions if c.for_s > 0}
         if len(fors) > 1:
             notes.append(f"rule {rule.name}: per-condition 'for' exported as the rule's longest "

@@ -50,6 +50,7 @@ class Rule:
     category: str | None = None
     description: str = ""
     keep_firing_for_s: float = 0.0
+    held_only: bool = False                 # only GPUs (nodes) a job holds: not idle spares
     source: str = ""                        # file:line
 
     @property
@@ -129,7 +130,7 @@ def _conditions(ctx: _Ctx, node: yaml.Node, rule: str, defaults: dict[str, float
 
 
 RULE_KEYS: tuple[str, ...] = ("name", "scope", "conditions", "actions", "severity", "category", "description",
-                              "keep_firing_for")
+                              "keep_firing_for", "held_only")
 INHIBIT_KEYS: tuple[str, ...] = ("name", "source_matchers", "target_matchers", "equal", "topology")
 TOP_KEYS: tuple[str, ...] = ("rules", "inhibit_rules", "actions", "executors")
 
@@ -162,10 +163,22 @@ def _rule(ctx: _Ctx, node: yaml.Node, defaults: dict[str, float]) -> Rule:
             keep = parse_duration(ctx.text(m["keep_firing_for"], "keep_firing_for"))
         except ValueError as e:
             raise ctx.err(m["keep_firing_for"], f"rule {name}: {e}") from None
+    held = _held_only(ctx, m, name, scope)
     return Rule(name=name, scope=scope, conditions=conds, mode=mode, actions=actions, severity=severity,
                 category=ctx.text(m["category"], "category") if "category" in m else None,
                 description=ctx.text(m["description"], "description") if "description" in m else "",
-                keep_firing_for_s=keep, source=f"{ctx.file}:{node.start_mark.line + 1}")
+                keep_firing_for_s=keep, held_only=held, source=f"{ctx.file}:{node.start_mark.line + 1}")
+
+
+def _held_only(ctx: _Ctx, m: dict[str, yaml.Node], name: str, scope: str) -> bool:
+    if "held_only" not in m:
+        return False
+    text = ctx.text(m["held_only"], "held_only").lower()
+    if text not in ("true", "false"):
+        raise ctx.err(m["held_only"], f"rule {name}: held_only must be true or false, got {text!r}")
+    if text == "true" and scope not in ("gpu", "node"):
+        raise ctx.err(m["held_only"], f"rule {name}: held_only applies to gpu and node rules, not {scope}")
+    return text == "true"
 
 
 def _inhibit(ctx: _Ctx, node: yaml.Node) -> InhibitRule:

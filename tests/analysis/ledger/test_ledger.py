@@ -78,12 +78,14 @@ def test_the_ledger_reads_only_its_window() -> None:
     (whole,) = analyze(store, inv, Window(T0, T0 + 100)).jobs
     assert len(whole.split.steps.step) == 10 and whole.cost == pytest.approx(2 * 100 / 3600 * 2.0)
     # [0, 45] s: steps 0..4 overlap it (step 4 runs 40..50), so the wall is 0..50 s; of step 4's
-    # phases only forward (40..43) and backward (43..48) start in it: 8 s of compute, so goodput is
-    # (4 x 9 s + 8 s) / 50 s = 0.88; each step still declares half the peak: MFU 0.5
+    # phases only forward (40..43) and backward (43..48) start in it: 8 s of compute, so the compute
+    # share is (4 x 9 s + 8 s) / 50 s = 0.88; every second is in a productive step, so goodput is 1;
+    # each step still declares half the peak: MFU 0.5
     (part,) = analyze(store, inv, Window(T0, T0 + 45)).jobs
     assert len(part.split.steps.step) == 5
     assert part.cost == pytest.approx(2 * 50 / 3600 * 2.0)
-    assert part.mfu == pytest.approx(0.5) and part.goodput == pytest.approx(0.88)
+    assert part.mfu == pytest.approx(0.5) and part.time_split()["compute"] == pytest.approx(0.88)
+    assert part.goodput == pytest.approx(1.0)
     assert analyze(store, inv, Window(T0 + 200, T0 + 300)).jobs == []     # no span in it
 
 
@@ -96,7 +98,8 @@ def test_tiny_job_mfu_split_cost() -> None:
     assert split["compute"] == pytest.approx(0.9)
     assert split["communication"] == pytest.approx(0.1)
     assert sum(split.values()) == pytest.approx(1.0)
-    assert job.goodput == pytest.approx(0.9)
+    # goodput counts the whole productive step (exposed communication included): 10 of 10 s
+    assert job.goodput == pytest.approx(1.0)
     # cost: 2 GPUs x 100 s / 3600 x $2 = $0.1111; effective PFLOP = 20 x 4.945 = 98.9
     # -> $0.0011234 per PFLOP; lost to exposed comm = 10 % of the cost.
     assert job.cost == pytest.approx(2 * 100 / 3600 * 2.0)
@@ -115,6 +118,34 @@ def test_tiny_job_mfu_split_cost() -> None:
     assert job.forecast is not None
     assert job.forecast.finish_s[1] - (T0 + 100) == pytest.approx(9900.0, rel=1e-6)
     assert len(res.table_rows()[0]) == 15
+
+
+def test_goodput_is_productive_time_and_differs_from_the_compute_share() -> None:
+    # Both ranks alike. A 10 s step at t: data_load t..t+1, forward t+1..t+4, backward t+4..t+8,
+    # allreduce t+8..t+10 (2 s exposed). Steps 0 [0,10], 1 [10,20], checkpoint_save [20,22],
+    # 2 [22,32], 3 [32,42]; crash; init [80,90], checkpoint_load [90,95]; rollback to step 2:
+    # 2 [95,105], 3 [105,115]. Wall 115 s. Productive steps 0, 1, 2', 3' = 40 s, of which data
+    # stalls 4 s, compute 28 s, exposed comm 8 s; lost first runs of 2 and 3 = 20 s; downtime
+    # 42..95 = 53 s; checkpoint 2 s (40 + 20 + 53 + 2 = 115).
+    # ml-goodput-measurement: goodput = (40 - 4) / 115 = 0.313043; compute share = 28 / 115.
+    spans = []
+    for rank in (0, 1):
+        for k, t in ((0, 0.0), (1, 10.0), (2, 22.0), (3, 32.0), (2, 95.0), (3, 105.0)):
+            spans += [_span(rank, "train_step", t, t + 10, k), _span(rank, "data_load", t, t + 1),
+                      _span(rank, "forward", t + 1, t + 4), _span(rank, "backward", t + 4, t + 8),
+                      _span(rank, "allreduce", t + 8, t + 10)]
+        spans += [_span(rank, "checkpoint_save", 20, 22), _span(rank, "init", 80, 90),
+                  _span(rank, "checkpoint_load", 90, 95)]
+    store = _store()
+    store.add_spans(spans)
+    store.flush()
+    (job,) = analyze(store, parse_inventory(INVENTORY)).jobs
+    split = job.time_split()
+    assert job.goodput == pytest.approx(36 / 115)
+    assert split["compute"] == pytest.approx(28 / 115)
+    assert split["failures"] == pytest.approx(73 / 115)
+    assert split["data_loading"] == pytest.approx(4 / 115)
+    assert split["checkpoint"] == pytest.approx(2 / 115)
 
 
 def test_megatron_formula_and_no_flops_attribute() -> None:

@@ -19,7 +19,7 @@ from suanli.analysis.ledger.goodput import JobSplit
 from suanli.inventory.model import Job
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["SPEC_SPLIT", "JobInputs", "JobLedger", "build_job_ledger", "hfu_ratio"]
+__all__ = ["PRODUCTIVE", "SPEC_SPLIT", "JobInputs", "JobLedger", "build_job_ledger", "hfu_ratio"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -32,6 +32,12 @@ SPEC_SPLIT: dict[str, tuple[str, ...]] = {
     "failures": ("failure_downtime", "failure_lost_progress"),
     "other": ("step_other", "init", "idle"),
 }
+
+# Goodput as Google's ml-goodput-measurement defines it: the share of wall time in productive,
+# preserved training steps (a step not lost to a rollback), whatever the step spent it on; badput
+# is the rest (init, checkpoint save/load, failure downtime and lost progress, idle) and data
+# stalls inside steps. The compute share (time_split["compute"]) is a different, smaller number.
+PRODUCTIVE: tuple[str, ...] = ("compute", "exposed_communication", "straggler_wait", "step_other")
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ class JobLedger:
     mfu: float | None                    # model FLOPs of productive steps / (peak x step GPU-time)
     hfu: float | None                    # hardware FLOPs (with recomputation) likewise
     effective_mfu: float | None          # model FLOPs of productive steps / (peak x wall GPU-time)
-    goodput: float                       # share of GPU-time in compute of productive steps
+    goodput: float                       # share of GPU-time in productive steps, data stalls excluded
     tokens: float                        # tokens of productive steps
     cost: float | None                   # GPUs x wall hours x price
     lost_cost: dict[str, float] = field(default_factory=dict)
@@ -186,7 +192,7 @@ def build_job_ledger(job: Job, split: JobSplit, inputs: JobInputs, formula: Flop
     return JobLedger(
         job_id=job.id, split=split, n_gpus=inputs.n_gpus, step_flops=flops, step_mfu=step_mfu,
         mfu=mfu, hfu=(mfu * ratio if mfu is not None and ratio else mfu), effective_mfu=eff,
-        goodput=shares.get("compute", 0.0), tokens=float(np.nansum(tokens)), cost=cost,
+        goodput=sum(shares.get(c, 0.0) for c in PRODUCTIVE), tokens=float(np.nansum(tokens)), cost=cost,
         lost_cost=lost, energy_j=inputs.energy_j, waste_rate=waste,
         forecast=_forecast(job, split, tokens, inputs, econ), flops_source=source)
 
