@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from suanli.analysis.decisions import CategoryPrior, Decided, DecisionConfig
 from suanli.analysis.window import Window
 from suanli.incidents.model import ActionDecision, Impact, Incident
-from suanli.ingest.records import Span
+from suanli.ingest.records import SeriesKey, Span
 from suanli.inventory import Inventory, parse_inventory
 from suanli.pipeline import AnalysisResults, Diagnosis, stages
 from suanli.report import diagnosis_json
@@ -177,11 +178,17 @@ def test_the_history_written_by_one_run_escalates_the_third_repeat(tmp_path: Pat
 
 def test_running_the_same_window_twice_changes_nothing(tmp_path: Path) -> None:
     store, onset, now = _store(6, tmp_path / "h.duckdb")
+    key = SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("Hostname", "node-001"), ("gpu", "3")), "gpu", GPU, None)
+    store.add_samples(key, np.array([onset, now]), np.array([70.0, 71.0]))
+    store.flush()
     inc = _incident(onset)
     costs = []
     for _ in range(2):
         d = stages.decide_and_record([inc], store, _inventory(), now, CFG, [], {})[inc.id]
         costs.append((d.decision.stay_cost, d.decision.chosen_cost, d.decision.evidence))
+    temps = store.series("DCGM_FI_DEV_GPU_TEMP")                 # the store's own reads still work after
+    steps = store.spans(job_id="llama", names=["train_step"])
     hist = load_history(store.con, 0.0)
     store.close()
     assert costs[0] == costs[1] and len(hist.incidents) == 1 and len(hist.remediations) == 1
+    assert len(steps.step) == 2 * K + 6 and [list(t.values) for t in temps] == [[70.0, 71.0]]
