@@ -56,7 +56,7 @@ def _prom_run(name: str, url: str, folder: Path, inv: Any, window: tuple[float, 
     t0 = time.perf_counter()
     diag = diagnose(store, inv, window=store.time_range())
     elapsed = time.perf_counter() - t0
-    st = store.stats
+    st = store.query_stats
     row = {"backend": name, "load_s": load_s, "diagnose_s": elapsed, "queries": st.queries,
            "by_endpoint": dict(st.by_endpoint), "bytes_wire": st.bytes_received + st.bytes_sent,
            "bytes_json": st.bytes_decoded, "samples": st.samples, "server_s": st.seconds, "diag": diag,

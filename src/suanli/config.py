@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from suanli.analysis.decisions import DecisionConfig
 from suanli.analysis.fabric import FabricConfig
 from suanli.analysis.health import HealthConfig
 from suanli.analysis.jobs import JobEventsConfig
@@ -78,6 +79,8 @@ class Config:
     """The rule evaluator's settings (evaluation interval, lookback, rate windows)."""
     correlation: CorrelationConfig = field(default_factory=CorrelationConfig)
     impact: ImpactConfig = field(default_factory=ImpactConfig)
+    decisions: DecisionConfig = field(default_factory=DecisionConfig)
+    """Pricing each incident's actions: horizon, defaults, priors (docs/decisions.md)."""
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
     """When a tracked incident resolves and reopens (the live pipeline)."""
     live: LiveConfig = field(default_factory=LiveConfig)

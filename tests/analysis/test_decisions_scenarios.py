@@ -60,16 +60,25 @@ def test_every_incident_gets_a_ranked_costed_list(name: str) -> None:
     if name != "healthy":
         assert doc["incidents"], name
     for inc in doc["incidents"]:
-        facts = _facts(name, inc)
+        planned = [{k: a[k] for k in ("action", "target", "status")} for a in inc["actions"]]
+        facts = _facts(name, {**inc, "actions": planned})
         d = decide(facts)
         assert {(r.allowed.action, r.allowed.target) for r in d.ranked} == \
             {(a["action"], a["target"]) for a in inc["actions"]}
-        out = actions_json(d, facts, inc["actions"])
+        out = actions_json(d, facts, planned)
+        # diagnose wrote the same ranked, costed list (its history is this window's own incidents)
+        assert [(a["action"], a["target"], a["rank"]) for a in inc["actions"]] == \
+            [(a["action"], a["target"], a["rank"]) for a in out]
+        assert inc["decision"]["stay_cost"] >= inc["decision"]["chosen_cost"] or inc["decision"]["escalation"]
         text = json.dumps({"actions": out, "decision": decision_json(d)}, allow_nan=False)
         assert all(math.isfinite(a["expected_cost"]) and a["horizon_s"] == d.horizon_s for a in out), text
         assert [a["expected_cost"] for a in out] == sorted(a["expected_cost"] for a in out)
         assert [a["rank"] for a in out] == list(range(1, len(out) + 1))
         assert d.evidence[0].startswith("stay degraded: $")
+    econ = doc["economics"]
+    assert [r["id"] for r in econ["incidents"]] == [i["id"] for i in doc["incidents"]]
+    assert econ["saving"] == pytest.approx(sum(i["decision"]["saving"] for i in doc["incidents"]), abs=0.011)
+    assert econ["currency"] == "USD" and math.isfinite(econ["stay_cost"])
 
 
 def _checkpoint_steps(folder: Path, job: str) -> list[int]:

@@ -83,7 +83,7 @@ def test_queries_split_to_the_configured_limits(prometheus_for: Callable[[str], 
         assert sum(len(s["values"]) for s in result) <= 400
     # 64 GPU series of ~60 samples: at least 64/5 batches x 60/7 time chunks of raw queries
     assert len(raw) >= (64 // 5) * (59 // 7)
-    assert plain.stats.queries < small.stats.queries / 10
+    assert plain.query_stats.queries < small.query_stats.queries / 10
     small.close()
     plain.close()
 
@@ -105,7 +105,7 @@ def test_a_query_the_server_refuses_is_halved(stingy_prometheus: Server, prometh
     plain = PromStore(PromConfig(prometheus_for(SCENARIO).url), inv, window=_window(duck))
     _same(stingy, plain)
     assert stingy.time_range() == plain.time_range() is not None
-    assert stingy.stats.queries > 3 * plain.stats.queries
+    assert stingy.query_stats.queries > 3 * plain.query_stats.queries
     stingy.close()
     plain.close()
 

@@ -61,7 +61,7 @@ def test_same_series_keys_metrics_and_time_range(pair: tuple[str, str, PromStore
     assert set(prom.series_keys()) == set(duck.series_keys())
     assert set(prom.unresolved_series()) == set(duck.unresolved_series())
     assert prom.time_range() == duck.time_range()          # to the ms, from 2 x ~4 query_range calls
-    assert prom.stats.by_endpoint["query_range"] <= 10
+    assert prom.query_stats.by_endpoint["query_range"] <= 10
 
 
 def test_raw_samples_are_what_the_tsdb_holds(pair: tuple[str, str, PromStore, DuckStore]) -> None:
@@ -93,14 +93,14 @@ def test_increase_and_rate_match_duck(pair: tuple[str, str, PromStore, DuckStore
     windows = [(None, None), (lo + 300.0, hi - 200.0)]
     for metric in COUNTERS:
         for start, end in windows:
-            before = prom.stats.samples
+            before = prom.query_stats.samples
             want = duck.increase(metric, start=start, end=end)
             got = prom.increase(metric, start=start, end=end)
             assert set(got) == set(want), metric
             for key, value in want.items():
                 if _sid(key) not in lost:
                     assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-9), (metric, key)
-            pulled = prom.stats.samples - before
+            pulled = prom.query_stats.samples - before
             # pushed down: raw samples only for the series with a reset, NaN or DCGM blank in range
             assert pulled < 0.5 * sum(len(s.ts) for s in duck.series(metric, start=start, end=end)), metric
             want_r = {s.key: s for s in duck.rate(metric, start=start, end=end)}
@@ -116,11 +116,11 @@ def test_entity_selection_pulls_only_that_entity(pair: tuple[str, str, PromStore
     _, _, prom, duck = pair
     metric = "DCGM_FI_DEV_GPU_TEMP"
     gpu = sorted({k.entity_id for k in duck.series_keys(metric) if k.entity_id})[3]
-    before = prom.stats.samples
+    before = prom.query_stats.samples
     got = prom.series(metric, [gpu])
     want = duck.series(metric, [gpu])
     assert [s.key for s in got] == [s.key for s in want] and len(got) == 1
-    assert prom.stats.samples - before <= len(want[0].ts) + 1         # the selector picked one series
+    assert prom.query_stats.samples - before <= len(want[0].ts) + 1         # the selector picked one series
     assert prom.series(metric, ["no-such-gpu"]) == []
     assert prom.series(metric, start=1e9, end=1e9 + 1) == []
 

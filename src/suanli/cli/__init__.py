@@ -13,8 +13,9 @@ from suanli.cli import serve
 from suanli.cli import overrides
 from suanli.cli import rules
 from suanli.cli import actions
+from suanli.cli import inventory
 from suanli.cli.base import app, main, progress_bar
 # isort: on
 
-__all__ = ["actions", "app", "demo", "diagnose", "ingest", "main", "overrides", "profile", "progress_bar", "rules",
-           "serve", "simulate"]
+__all__ = ["actions", "app", "demo", "diagnose", "ingest", "inventory", "main", "overrides", "profile", "progress_bar",
+           "rules", "serve", "simulate"]

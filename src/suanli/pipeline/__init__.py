@@ -6,7 +6,7 @@ from suanli.pipeline.batch import diagnose
 from suanli.pipeline.inputs import Files, Inputs, load_inputs, read_alert_payloads
 from suanli.pipeline.live import Pipeline, Step
 from suanli.pipeline.model import AnalysisResults, Correlated, Diagnosis, RuleAlerts
-from suanli.pipeline.sources import diagnose_folder, open_db, open_folder, stored_inventory
+from suanli.pipeline.sources import diagnose_folder, open_db, open_folder, open_prometheus, stored_inventory
 
 __all__ = [
     "AnalysisResults",
@@ -22,6 +22,7 @@ __all__ = [
     "load_inputs",
     "open_db",
     "open_folder",
+    "open_prometheus",
     "read_alert_payloads",
     "stored_inventory",
 ]

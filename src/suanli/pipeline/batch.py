@@ -19,7 +19,7 @@ __all__ = ["diagnose"]
 
 def diagnose(store: Store, inventory: Inventory, window: Window | None = None, config: Config | None = None,
              inputs: Inputs | None = None, missing: Sequence[str] = ()) -> Diagnosis:
-    """analyses -> rule alerts -> inhibition -> correlation -> impact -> actions over ``window``
+    """analyses -> rule alerts -> inhibition -> correlation -> impact -> actions -> costs over ``window``
     (None: the data's extent). ``inputs`` default to the shipped rule pack and no webhooks."""
     cfg = config if config is not None else Config()
     inp = inputs if inputs is not None else Inputs(load_rules(None))
@@ -42,5 +42,6 @@ def diagnose(store: Store, inventory: Inventory, window: Window | None = None, c
     stages.actions(found.incidents, decisions)
     errors = [*results.errors, *([alerts.error] if alerts.error else [])]
     timings = {**results.timings_s, **({"rules": alerts.seconds} if inp.ruleset is not None else {})}
+    decided = stages.decide_and_record(found.incidents, store, inventory, win.end, cfg.decisions, errors, timings)
     return Diagnosis(inventory.cluster, win, list(missing), found.incidents, found.unexplained, results,
-                     errors, timings, has_data)
+                     errors, timings, has_data, decided, inventory.currency)

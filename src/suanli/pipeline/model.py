@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from suanli.analysis.decisions import Decided
 from suanli.analysis.fabric import FabricResult
 from suanli.analysis.findings import Finding
 from suanli.analysis.health import HealthResult
@@ -78,3 +79,7 @@ class Diagnosis:
     has_data: bool = True
     """Whether any sample, span or event lies in the window (False: "no data in this window",
     which is not "nothing is broken")."""
+    decided: dict[str, Decided] = field(default_factory=dict)
+    """Each incident's costed decision by incident id (docs/decisions.md)."""
+    currency: str = "USD"
+    """The inventory's currency: the economics view's."""

@@ -1,10 +1,11 @@
-"""Where a diagnosis reads from: a scenario folder loaded into an in-memory store, or a DuckDB file
-written by ``suanli ingest``; and the inventory stored with the data. Bad paths are InputErrors
-naming them."""
+"""Where a diagnosis reads from: a scenario folder loaded into an in-memory store, a DuckDB file
+written by ``suanli ingest``, or a Prometheus-compatible TSDB with trace and log files beside it;
+and the inventory stored with the data. Bad paths are InputErrors naming them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -18,8 +19,16 @@ from suanli.pipeline.inputs import Files, load_inputs
 from suanli.pipeline.model import Diagnosis
 from suanli.store.api import Store, missing_inputs
 from suanli.store.duck import DuckStore
+from suanli.store.promql import PromConfig, PromStore
 
-__all__ = ["Progress", "diagnose_folder", "open_db", "open_folder", "stored_inventory"]
+__all__ = ["EDGE_PAD_S", "EXTENT_LOOKBACK_S", "Progress", "diagnose_folder", "open_db", "open_folder",
+           "open_prometheus", "stored_inventory"]
+
+EXTENT_LOOKBACK_S = 400 * 86400.0
+"""How far back the data's extent is searched when no window is given (a TSDB's retention is
+shorter; backfilled blocks may be older than the newest sample by any amount)."""
+EDGE_PAD_S = 600.0
+"""Samples read beyond the analysed window on each side (the rule evaluator's lookback at its start)."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(label, done, total)``, e.g. a terminal progress bar."""
@@ -53,6 +62,53 @@ def open_db(db: Path, must_exist: bool, config: Config | None = None) -> DuckSto
     except duckdb.Error as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise InputError(f"cannot open as a suanli database: {first}", file=str(db)) from None
+
+
+def _files_store(inventory: Path, paths: Sequence[Path], cfg: Config, progress: Progress | None) -> DuckStore:
+    """What a TSDB does not hold: the inventory and the trace and log files, in an in-memory store."""
+    text = _read(inventory)
+    for path in paths:
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder")
+    files = DuckStore(None, cfg.store)
+    files.put_inventory(text, str(inventory))
+    if paths:
+        load_paths(list(paths), files, progress=progress, config=cfg.ingest)
+    files.flush()
+    return files
+
+
+def open_prometheus(prom: PromConfig, inventory: Path, paths: Sequence[Path] = (),
+                    bounds: tuple[float | None, float | None] = (None, None), config: Config | None = None,
+                    progress: Progress | None = None) -> PromStore:
+    """A store reading metrics from a Prometheus-compatible TSDB (Prometheus, VictoriaMetrics,
+    Mimir, Thanos) and spans and events from ``paths`` (trace and log files or folders). Its window
+    is ``bounds`` widened by :data:`EDGE_PAD_S`; a missing bound is the data's edge, searched over
+    the last :data:`EXTENT_LOOKBACK_S` (and the files' own extent)."""
+    cfg = config or Config()
+    inv = parse_inventory(_read(inventory), str(inventory))      # a bad inventory: file:line before any query
+    files = _files_store(inventory, paths, cfg, progress)
+    try:
+        lo, hi = bounds
+        if lo is None or hi is None:
+            now = time.time()
+            probe = PromStore(prom, inv, window=(hi - EXTENT_LOOKBACK_S if hi is not None else now - EXTENT_LOOKBACK_S,
+                                                 hi if hi is not None else now), secondary=files)
+            extent = probe.time_range()
+            probe.client.close()
+            lo = lo if lo is not None else (extent[0] if extent else now - prom.default_lookback_s)
+            hi = hi if hi is not None else (extent[1] if extent else now)
+        return PromStore(prom, inv, window=(lo - EDGE_PAD_S, max(hi, lo) + EDGE_PAD_S), secondary=files)
+    except BaseException:
+        files.close()
+        raise
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def stored_inventory(store: Store) -> Inventory:

@@ -1,6 +1,9 @@
 """The stages of the pipeline, each a function from typed input to typed output:
 
-analyses -> rule alerts -> (signals) -> inhibition -> correlation -> impact -> actions
+analyses -> rule alerts -> (signals) -> inhibition -> correlation -> impact -> actions -> costs
+
+The last stage prices each incident's allowed actions (docs/decisions.md), learning from the history
+the store holds, and writes this window's incidents and chosen remediations back to it.
 
 Batch (:mod:`.batch`) runs them once over a window; the live pipeline (:mod:`.live`) runs them at
 each step over a sliding window, keeping the rule evaluator's state and the incident tracker.
@@ -13,8 +16,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import duckdb
+
 from suanli.analysis import fabric, health, jobs, ledger, nvswitch
 from suanli.analysis.categories import policy
+from suanli.analysis.decisions import Decided, DecisionConfig, decide, mark_superseded
+from suanli.analysis.decisions.inputs import code_of, incident_facts
 from suanli.analysis.result import EntityValues
 from suanli.analysis.window import Window
 from suanli.config import Config
@@ -28,9 +35,20 @@ from suanli.inventory import Inventory
 from suanli.pipeline.model import AnalysisResults, Correlated, RuleAlerts
 from suanli.rules import ActionRunner, Alert, EntityIndex, Evaluator, RuleSet
 from suanli.store.api import Store
+from suanli.store.duck import DuckStore
+from suanli.store.history import (
+    History,
+    IncidentRecord,
+    RemediationRecord,
+    load_history,
+    record_incident,
+    record_remediation,
+)
+from suanli.store.promql import PromStore
 
-__all__ = ["Decisions", "action_decisions", "actions", "analyses", "correlation", "impact", "indirect_rules",
-           "inhibition", "rule_alerts", "signals"]
+__all__ = ["Decisions", "action_decisions", "actions", "analyses", "correlation", "costs", "decide_and_record",
+           "history_connection",
+           "impact", "indirect_rules", "inhibition", "record_history", "rule_alerts", "signals"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -153,3 +171,98 @@ def _defaults(inc: Incident) -> list[ActionDecision]:
         else:
             out.append(ActionDecision(action, inc.root_id, "dry_run"))
     return out
+
+
+def history_connection(store: Store) -> duckdb.DuckDBPyConnection | None:
+    """The DuckDB connection the history lives on: the store's own, a PromStore's secondary store's."""
+    if isinstance(store, DuckStore):
+        return store.con
+    if isinstance(store, PromStore):
+        return store.secondary.con
+    return None
+
+
+def _node_of(kind: str, entity: str) -> str | None:
+    return entity.split("/", 1)[0] if kind in ("gpu", "nic", "nvswitch") else entity if kind == "node" else None
+
+
+def _record(inc: Incident) -> IncidentRecord:
+    return IncidentRecord(inc.id, inc.root_kind, inc.root_id, inc.category, inc.start, inc.end,
+                          code_of(inc.evidence)[0], _node_of(inc.root_kind, inc.root_id), tuple(inc.impact.jobs))
+
+
+def _with_window(past: History, incidents: Iterable[Incident]) -> History:
+    """The stored history with this window's incidents in it (their stored rows replaced): an
+    earlier incident of the window is history for a later one."""
+    now = {r.incident_id: r for r in map(_record, incidents)}
+    kept = [r for r in past.incidents if r.incident_id not in now]
+    return History(tuple(sorted([*kept, *now.values()], key=lambda r: (r.start_s, r.incident_id))),
+                   past.remediations)
+
+
+def _planned_json(inc: Incident) -> list[dict[str, Any]]:
+    return [{"action": a.action, "target": a.target, "status": a.status} for a in inc.actions]
+
+
+def costs(incidents: Sequence[Incident], store: Store, inventory: Inventory, now_s: float,
+          config: DecisionConfig, past: History) -> dict[str, Decided]:
+    """Each incident's allowed actions ranked by expected cost at ``now_s`` (incident id -> the
+    decision and its input), learning from ``past`` and the window's own earlier incidents; a
+    chosen remediation another incident's wider one contains is marked superseded."""
+    hist = _with_window(past, incidents)
+    out: dict[str, Decided] = {}
+    for inc in incidents:
+        facts = incident_facts(store, inventory, incident_id=inc.id, category=inc.category, root_kind=inc.root_kind,
+                               root_id=inc.root_id, onset_s=inc.start, now_s=now_s, job_ids=inc.impact.jobs,
+                               actions=_planned_json(inc), evidence=inc.evidence, history=hist, config=config)
+        out[inc.id] = Decided(decide(facts, config), facts)
+    return mark_superseded(out)
+
+
+_TARGET_KIND = {"reschedule_job": "job", "drain_node": "node", "reboot_node": "node", "reset_gpu": "gpu",
+                "retire_gpu": "gpu"}
+
+
+def _remediation(inc: Incident, d: Decided, now_s: float) -> RemediationRecord | None:
+    chosen = d.decision.chosen
+    if chosen is None:
+        return None
+    a = chosen.allowed
+    status = next((x.status for x in inc.actions if (x.action, x.target) == (a.action, a.target)), "dry_run")
+    kind = _TARGET_KIND.get(a.action, inc.root_kind)
+    return RemediationRecord(kind, a.target, a.action, now_s + chosen.best.delay_s, _node_of(kind, a.target) or
+                             (d.facts.suspect.nodes[0] if d.facts.suspect.nodes else None), inc.id, inc.category,
+                             d.facts.code, status == "executed")
+
+
+def record_history(con: duckdb.DuckDBPyConnection, incidents: Iterable[Incident], decided: Mapping[str, Decided],
+                   now_s: float) -> None:
+    """Write the window's incidents (an incident seen again is updated) and each chosen remediation
+    (a dry run is kept as not executed: it taught nothing about the fault) to the history tables."""
+    for inc in incidents:
+        record_incident(con, _record(inc))
+        d = decided.get(inc.id)
+        rem = _remediation(inc, d, now_s) if d is not None else None
+        if rem is not None:
+            record_remediation(con, rem)
+
+
+def decide_and_record(incidents: Sequence[Incident], store: Store, inventory: Inventory, now_s: float,
+                      config: DecisionConfig, errors: list[str], timings: dict[str, float]) -> dict[str, Decided]:
+    """:func:`costs` over the history the store holds, then :func:`record_history`. A store that
+    cannot hold the history (read-only) decides without it; a pricing failure is named in ``errors``."""
+    con = history_connection(store)
+    past = History()
+    try:
+        if con is not None:
+            past = load_history(con, now_s - config.lookback_s, now_s)
+    except duckdb.Error as exc:
+        log.info("no history read: %s", exc)
+    decided = _timed("decisions", lambda: costs(incidents, store, inventory, now_s, config, past), errors,
+                     timings) or {}
+    try:
+        if con is not None:
+            record_history(con, incidents, decided, now_s)
+    except duckdb.Error as exc:
+        log.info("history not written: %s", exc)
+    return decided

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from suanli.analysis.decisions import Decided, Savings, actions_json, decision_json, savings
 from suanli.incidents.model import Impact, Incident, Signal
 from suanli.pipeline import Diagnosis
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["diagnosis_json", "impact_json"]
+__all__ = ["diagnosis_json", "economics_json", "impact_json"]
 
 UNEXPLAINED_SHOWN = 50
 """Signals no incident explains are all counted; this many are listed."""
@@ -20,7 +21,7 @@ def diagnosis_json(diag: Diagnosis) -> dict[str, Any]:
         "cluster": diag.cluster,
         "window": {"start": to_rfc3339(diag.window[0]), "end": to_rfc3339(diag.window[1])},
         "missing": diag.missing,
-        "incidents": [_incident_json(i) for i in diag.incidents],
+        "incidents": [_incident_json(i, diag.decided.get(i.id)) for i in diag.incidents],
         "predictions": health.predictions_json() if health is not None else [],
         "efficiency": ledger.efficiency_json() if ledger is not None else {"jobs": []},
         "alerts": {
@@ -29,8 +30,18 @@ def diagnosis_json(diag: Diagnosis) -> dict[str, Any]:
             "unexplained": [_signal_json(s) for s in diag.unexplained[:UNEXPLAINED_SHOWN]],
             "unexplained_count": len(diag.unexplained),
         },
+        "economics": economics_json(savings((d.decision for d in diag.decided.values()), diag.currency)),
         "analysis_errors": diag.analysis_errors,
     }
+
+
+def economics_json(s: Savings) -> dict[str, Any]:
+    """Per incident the chosen action's saving against doing nothing, and the window's totals."""
+    return {"currency": s.currency, "horizon_s": s.horizon_s, "stay_cost": s.total_stay,
+            "chosen_cost": s.total_chosen, "saving": s.total_saving,
+            "incidents": [{"id": r.incident_id, "category": r.category, "chosen": r.chosen, "stay_cost": r.stay_cost,
+                           "chosen_cost": r.chosen_cost, "saving": r.saving} for r in s.incidents],
+            "other_currencies": list(s.mixed_currencies)}
 
 
 def _signal_json(s: Signal) -> dict[str, Any]:
@@ -43,8 +54,9 @@ def impact_json(imp: Impact) -> dict[str, Any]:
             "lost_gpu_hours": imp.lost_gpu_hours, "lost_cost": imp.lost_cost}
 
 
-def _incident_json(inc: Incident) -> dict[str, Any]:
+def _incident_json(inc: Incident, decided: Decided | None) -> dict[str, Any]:
     n = inc.alert_count
+    planned = [{"action": a.action, "target": a.target, "status": a.status} for a in inc.actions]
     return {
         "id": inc.id,
         "category": inc.category,
@@ -58,5 +70,6 @@ def _incident_json(inc: Incident) -> dict[str, Any]:
         "muted_by_inhibition": inc.muted,
         "impact": impact_json(inc.impact),
         "evidence": inc.evidence,
-        "actions": [{"action": a.action, "target": a.target, "status": a.status} for a in inc.actions],
+        "actions": planned if decided is None else actions_json(decided.decision, decided.facts, planned),
+        "decision": None if decided is None else decision_json(decided.decision, decided.superseded_by),
     }

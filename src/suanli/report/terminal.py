@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from suanli.analysis.decisions import Decided, savings
+from suanli.analysis.decisions.text import duration, money
 from suanli.analysis.health import GpuHealth, HealthResult
 from suanli.analysis.ledger import JobLedger
 from suanli.incidents.model import Incident, Signal
@@ -46,7 +48,7 @@ def _t(text: str, style: str = "") -> Text:
     return Text(text, style=style)
 
 
-def _incident_block(out: Console, inc: Incident) -> None:
+def _incident_block(out: Console, inc: Incident, decided: Decided | None = None) -> None:
     head = Text.assemble((inc.id, "bold"), "  ", (inc.category, "bold"), f"  confidence {inc.confidence:.2f}")
     out.print(head)
     imp = inc.impact
@@ -61,8 +63,30 @@ def _incident_block(out: Console, inc: Incident) -> None:
         out.print(_t(f"    (+{len(inc.evidence) - 5} more in --json)"))
     for key, value in rows:
         out.print(_t(f"  {key:<11} {value}"))
+    if decided is not None:
+        for line in _decision_lines(decided):
+            out.print(_t(f"    {line}"))
+        return
     for act in inc.actions[:4]:
         out.print(_t(f"  {'action':<11} {act.action} {act.target} ({act.status})"))
+
+
+_SHOWN = ("stay degraded:", "escalation:", "chosen:")
+
+
+def _decision_lines(d: Decided) -> list[str]:
+    """The decision's evidence a reader acts on: staying, the first ranked actions, the choice."""
+    ranked = [x for x in d.decision.evidence if x[:1].isdigit() and ". " in x[:5]][:4]
+    keep = [x for x in d.decision.evidence if x.startswith(_SHOWN)]
+    out = keep[:1] + ranked + keep[1:]
+    return out + ([f"superseded by {d.superseded_by} (another incident's remediation)"] if d.superseded_by else [])
+
+
+def _economics(out: Console, diag: Diagnosis) -> None:
+    s = savings((d.decision for d in diag.decided.values()), diag.currency)
+    if s.incidents:
+        out.print(_t(f"economics: {money(s.total_saving, s.currency)} saved over {duration(s.horizon_s)} "
+                     f"({money(s.total_stay, s.currency)} staying -> {money(s.total_chosen, s.currency)} chosen)"))
 
 
 def _alerts_summary(out: Console, diag: Diagnosis) -> None:
@@ -141,7 +165,8 @@ def print_diagnosis(out: Console, diag: Diagnosis) -> None:
     elif diag.incidents:
         out.print(_t(f"incidents ({len(diag.incidents)})", "italic"))
         for inc in diag.incidents:
-            _incident_block(out, inc)
+            _incident_block(out, inc, diag.decided.get(inc.id))
+        _economics(out, diag)
     else:
         out.print(_t("no incidents: nothing is broken in this window"))
     if diag.has_data:

@@ -25,7 +25,7 @@ __all__ = ["ACTIONS", "EXECUTOR_KINDS", "TEMPLATE_FIELDS", "ActionsConfig", "Exe
            "parse_actions_section", "parse_executors_section"]
 
 ACTIONS: tuple[str, ...] = ("mark_degraded", "retire_gpu", "drain_node", "reschedule_job", "open_ticket",
-                            "notify")
+                            "notify", "reset_gpu", "reboot_node")
 EXECUTOR_KINDS: tuple[str, ...] = ("slurm", "kubernetes", "webhook", "shell", "log")
 TEMPLATE_FIELDS: tuple[str, ...] = ("action", "target", "target_kind", "rule", "entity", "text")
 EFFECTS: tuple[str, ...] = ("out_of_service", "none")

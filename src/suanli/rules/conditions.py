@@ -7,6 +7,9 @@ Grammar (one string per condition)::
     EVENT[(CODE, ...)] [OP NUMBER within DURATION]   xid(48) >= 1 within 24h ; xid(79) ; nccl_timeout >= 1 within 10m
     ANALYSIS_VALUE OP NUMBER [for DURATION]          health_score < 0.6
 
+A metric may also be named as its exporter stores it (``DCGM_FI_DEV_GPU_TEMP > 85 for 5m``,
+``node_infiniband_symbol_error_total > 1/min``): it stands for the friendly name of that metric.
+
 Errors raise :class:`ValueError` with the reason; the rule loader adds file and line.
 """
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 from suanli.rules.names import ANALYSIS_VALUES, DERIVED, EVENT_KINDS, METRICS, valid_names
 
-__all__ = ["OPS", "RATE_UNITS_S", "Condition", "parse_condition", "parse_duration"]
+__all__ = ["OPS", "RATE_UNITS_S", "RAW_NAMES", "Condition", "parse_condition", "parse_duration"]
 
 OPS: tuple[str, ...] = (">=", "<=", "==", "!=", ">", "<")
 RATE_UNITS_S: dict[str, float] = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0,
@@ -27,9 +30,17 @@ _DUR_UNITS_S: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0,
 _DUR_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _COND_RE = re.compile(
-    r"^(?P<name>[a-z_][a-z0-9_]*)\s*(?:\((?P<args>[^)]*)\))?\s*"
+    r"^(?P<name>[A-Za-z_][A-Za-z0-9_:]*)\s*(?:\((?P<args>[^)]*)\))?\s*"
     r"(?:(?P<op>>=|<=|==|!=|>|<)\s*(?P<num>\S+?)(?:\s*/\s*(?P<unit>[a-z]+))?)?"
     r"(?:\s+within\s+(?P<within>\S+))?(?:\s+for\s+(?P<for>\S+))?\s*$")
+
+
+RAW_NAMES: dict[str, str] = {d.metric: d.name for d in METRICS.values()}
+"""A metric's stored (exporter) name -> its friendly name."""
+
+
+def _friendly(name: str) -> str:
+    return RAW_NAMES.get(name, name)
 
 
 def parse_duration(text: str) -> float:
@@ -101,7 +112,7 @@ def parse_condition(text: str, default_event_window_s: float = 3600.0,
     if m is None:
         raise ValueError(f"cannot parse condition {cond!r} (expected 'NAME OP NUMBER [/UNIT] "
                          f"[for DURATION]'; comparisons: {' '.join(OPS)})")
-    name, args, op, num = m["name"], m["args"], m["op"], m["num"]
+    name, args, op, num = _friendly(m["name"]), m["args"], m["op"], m["num"]
     for_s = parse_duration(m["for"]) if m["for"] else 0.0
     if name in EVENT_KINDS:
         if m["for"]:
@@ -111,6 +122,7 @@ def parse_condition(text: str, default_event_window_s: float = 3600.0,
         raise ValueError(f"'within' only applies to event counts ({', '.join(EVENT_KINDS)}): {cond!r}")
     if name == "sudden_increase":
         parts = [a.strip() for a in (args or "").split(",") if a.strip()]
+        parts[:1] = [_friendly(p) for p in parts[:1]]
         if not parts or parts[0] not in METRICS or not METRICS[parts[0]].counter:
             raise ValueError(f"sudden_increase needs a counter metric in {cond!r}; counters: "
                              + ", ".join(sorted(k for k, v in METRICS.items() if v.counter)))

@@ -63,7 +63,7 @@ def plan_actions(rule: Rule, entity: str, index: EntityIndex) -> tuple[PlannedAc
     """Concrete targets of a rule's actions for one entity."""
     out: list[PlannedAction] = []
     for spec in rule.actions:
-        if spec.name == "drain_node":
+        if spec.name in ("drain_node", "reboot_node"):
             node = index.node_of(rule.scope, entity)
             targets = [("node", node)] if node else []
         elif spec.name == "reschedule_job":
@@ -71,7 +71,7 @@ def plan_actions(rule: Rule, entity: str, index: EntityIndex) -> tuple[PlannedAc
             if not jobs:
                 jobs = sorted(j for j in index.dependents(entity) if j in set(index.jobs))
             targets = [("job", j) for j in jobs]
-        elif spec.name == "retire_gpu":
+        elif spec.name in ("retire_gpu", "reset_gpu"):
             targets = [("gpu", entity)] if rule.scope == "gpu" else []
         else:
             targets = [(rule.scope, entity)]

@@ -49,8 +49,9 @@ def parse_sinfo(text: str) -> set[str]:
 
 class SlurmExecutor(BaseExecutor):
     """drain_node and mark_degraded of a node: ``scontrol update NodeName=N State=DRAIN Reason=...``
-    (both drain: both count); reschedule_job: ``scontrol requeue JOBID`` (``job_ids`` maps inventory
-    job ids to Slurm job ids). Out-of-service nodes: ``sinfo``."""
+    (both drain: both count); reboot_node: ``scontrol reboot ASAP nextstate=RESUME Reason=... N``
+    (the node is out until it is back); reschedule_job: ``scontrol requeue JOBID`` (``job_ids`` maps
+    inventory job ids to Slurm job ids). Out-of-service nodes: ``sinfo``."""
 
     def __init__(self, scontrol: str = "scontrol", sinfo: str = "sinfo", job_ids: dict[str, str] | None = None,
                  timeout_s: float = 30.0) -> None:
@@ -64,7 +65,7 @@ class SlurmExecutor(BaseExecutor):
         return sid
 
     def effect(self, action: PlannedAction) -> Effect:
-        if action.action in ("drain_node", "mark_degraded") and action.target_kind == "node":
+        if action.action in ("drain_node", "mark_degraded", "reboot_node") and action.target_kind == "node":
             return Effect(nodes=frozenset(node_members(action.target)))  # scontrol expands hostlists
         if action.action == "reschedule_job" and action.target_kind == "job":
             self._slurm_job(action.target)
@@ -78,6 +79,9 @@ class SlurmExecutor(BaseExecutor):
             raise ActionFailed(str(e)) from None
         if action.action == "reschedule_job":
             return [self.scontrol, "requeue", self._slurm_job(action.target)]
+        if action.action == "reboot_node":
+            return [self.scontrol, "reboot", "ASAP", "nextstate=RESUME", f"Reason={reason(action, alert)}",
+                    action.target]
         return [self.scontrol, "update", f"NodeName={action.target}", "State=DRAIN",
                 f"Reason={reason(action, alert)}"]
 

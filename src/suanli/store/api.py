@@ -97,13 +97,14 @@ class Store(Protocol):
     def unresolved_series(self) -> list[SeriesKey]: ...
 
     def stats(self) -> dict[str, int]:
-        """Rows held per table: ``series``, ``samples``, ``spans``, ``events``."""
+        """Rows held per table: ``series``, ``samples`` (a TSDB-backed store may leave it out),
+        ``spans``, ``events``."""
 
 
 def missing_inputs(store: Store) -> list[str]:
     """Which of ``metrics``, ``traces``, ``logs`` the store holds nothing of (for ``missing``)."""
     counts = store.stats()
-    have = {"metrics": counts.get("samples", 0), "traces": counts.get("spans", 0), "logs": counts.get("events", 0)}
+    have = {"metrics": counts.get("samples", counts.get("series", 0)), "traces": counts.get("spans", 0), "logs": counts.get("events", 0)}
     return [kind for kind in ("metrics", "traces", "logs") if not have[kind]]
 
 

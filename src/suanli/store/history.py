@@ -1,7 +1,8 @@
 """Incident and remediation history on a DuckDB connection: what failed where, and what was done.
 
 Two tables, created idempotently on the connection they are given (the store's own, or any DuckDB
-file), so the history survives closing and reopening the file:
+file), so the history survives closing and reopening the file. Every statement's result is fetched
+to its end: the connection stays usable for the store's own reads.
 
 * ``history_incidents``: one row per incident id (entity, category, code, start, end, jobs);
   recording the same id again updates it (an incident that ended gets its end).
@@ -83,7 +84,7 @@ NO_HISTORY = History()
 
 def ensure_history(con: duckdb.DuckDBPyConnection) -> None:
     """Create the history tables if they are missing (safe to call on every open)."""
-    con.execute(DDL)
+    con.execute(DDL).fetchall()
 
 
 def _finite(x: float, what: str) -> float:
@@ -99,7 +100,7 @@ def record_incident(con: duckdb.DuckDBPyConnection, rec: IncidentRecord) -> None
     con.execute(
         "INSERT OR REPLACE INTO history_incidents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [rec.incident_id, rec.entity_kind, rec.entity_id, rec.node, rec.category, rec.code,
-         _finite(rec.start_s, "start_s"), end, "\n".join(rec.jobs)])
+         _finite(rec.start_s, "start_s"), end, "\n".join(rec.jobs)]).fetchall()
 
 
 def record_remediation(con: duckdb.DuckDBPyConnection, rec: RemediationRecord) -> bool:
@@ -107,11 +108,11 @@ def record_remediation(con: duckdb.DuckDBPyConnection, rec: RemediationRecord) -
     ensure_history(con)
     key = [rec.entity_id, rec.kind, _finite(rec.time_s, "time_s")]
     if con.execute("SELECT 1 FROM history_remediations WHERE entity_id = ? AND kind = ? AND time_s = ?",
-                   key).fetchone():
+                   key).fetchall():
         return False
     con.execute("INSERT INTO history_remediations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [rec.entity_kind, rec.entity_id, rec.node, rec.kind, key[2], rec.incident_id, rec.category,
-                 rec.code, rec.executed])
+                 rec.code, rec.executed]).fetchall()
     return True
 
 

@@ -11,6 +11,7 @@ from suanli.analysis.decisions.escalate import Plan, merge_resets, supersede
 from suanli.analysis.decisions.model import (
     AllowedAction,
     Capacity,
+    Decided,
     Decision,
     Escalation,
     IncidentFacts,
@@ -25,12 +26,13 @@ from suanli.analysis.decisions.render import (
     Savings,
     actions_json,
     decision_json,
+    mark_superseded,
     plan_of,
     savings,
 )
 
 __all__ = [
-    "DEFAULT_PRIORS", "AllowedAction", "Capacity", "CategoryPrior", "Decision", "DecisionConfig", "Escalation",
+    "DEFAULT_PRIORS", "AllowedAction", "Capacity", "CategoryPrior", "Decided", "Decision", "DecisionConfig", "Escalation",
     "IncidentFacts", "IncidentSaving", "JobFacts", "Option", "Plan", "Probabilities", "RankedAction", "Savings",
-    "Suspect", "actions_json", "decide", "decision_json", "merge_resets", "plan_of", "savings", "supersede",
+    "Suspect", "actions_json", "decide", "decision_json", "mark_superseded", "merge_resets", "plan_of", "savings", "supersede",
 ]

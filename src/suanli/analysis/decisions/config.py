@@ -97,6 +97,8 @@ class DecisionConfig:
     """Time to start one replacement pod on a spare GPU (a per-GPU drain, a retired GPU)."""
     gpu_reset_s: float = 60.0
     """``nvidia-smi -r`` and the driver coming back."""
+    node_reboot_s: float = 600.0
+    """A node reboot: firmware, the OS, the driver and the node back in the scheduler."""
     default_elastic: bool = False
     """Whether a job can shrink when there is no spare capacity (else it stalls)."""
     default_spare_gpus: int = 0

@@ -25,7 +25,7 @@ __all__ = ["DISRUPTION", "decide"]
 
 #: Ties in cost go to the less disruptive action.
 DISRUPTION: dict[str, int] = {"notify": 0, "open_ticket": 1, "mark_degraded": 2, "reset_gpu": 3, "retire_gpu": 4,
-                              "reschedule_job": 5, "drain_node": 6}
+                              "reschedule_job": 5, "reboot_node": 6, "drain_node": 7}
 
 
 class _Ctx:

@@ -6,6 +6,7 @@
 | ``drain_node`` (target a node) | scope ``node``: every job with ranks there restarts without it, its healthy GPUs idle until the repair; for a fault on one GPU also scope ``gpu``: drain only the pods on that GPU (by UUID); the GPUs of those pods need spares |
 | ``retire_gpu`` (the suspect GPU) | as the per-GPU drain: its pod continues on spare GPUs |
 | ``reset_gpu`` (the suspect GPU) | its jobs restart in place after the reset; fixes with the posterior P(a reset fixes it) |
+| ``reboot_node`` (the suspect node) | every job with ranks there restarts in place after the reboot; fixes as a reset does (a reboot resets its GPUs) |
 | ``mark_degraded``, ``notify``, ``open_ticket``, anything else | changes nothing for the running jobs: costed as staying |
 
 An exclusion (reschedule, drain, retire) fixes the degradation for sure when the fault is in what
@@ -83,6 +84,14 @@ def _gpu_action(a: AllowedAction, facts: IncidentFacts, res: Resolved, probs: Pr
                    tuple(j.pod_gpus for j in gj), _exclusion_fix(facts, points_at))]
 
 
+def _reboot(a: AllowedAction, facts: IncidentFacts, res: Resolved, probs: Probabilities,
+            cfg: DecisionConfig) -> list[Effect]:
+    if a.target not in facts.suspect.nodes:
+        return [Effect("none", f"{a.target} is not the suspect node")]
+    jobs = tuple(j for j in res.jobs if j.on_suspect > 0)
+    return [Effect("node", f"reboot {a.target}", jobs, cfg.node_reboot_s, tuple(0 for _ in jobs), probs.reset_fix)]
+
+
 def effects_of(a: AllowedAction, facts: IncidentFacts, res: Resolved, probs: Probabilities,
                points_at: str | None, cfg: DecisionConfig) -> list[Effect]:
     """The ways ``a`` can be carried out (one, or node and per-GPU scope for a drain)."""
@@ -92,6 +101,8 @@ def effects_of(a: AllowedAction, facts: IncidentFacts, res: Resolved, probs: Pro
         return _drain(a, facts, res, points_at, cfg)
     if a.action in ("retire_gpu", "reset_gpu"):
         return _gpu_action(a, facts, res, probs, points_at, cfg)
+    if a.action == "reboot_node":
+        return _reboot(a, facts, res, probs, cfg)
     if a.action in NO_EFFECT:
         return [Effect("none", "changes nothing for the running jobs")]
     return [Effect("none", f"no cost model for {a.action!r}: counted as staying")]

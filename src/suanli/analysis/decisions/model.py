@@ -12,7 +12,7 @@ from typing import Any
 
 from suanli.store.history import NO_HISTORY, History
 
-__all__ = ["AllowedAction", "Capacity", "Decision", "Escalation", "IncidentFacts", "JobFacts", "Option",
+__all__ = ["AllowedAction", "Capacity", "Decided", "Decision", "Escalation", "IncidentFacts", "JobFacts", "Option",
            "Probabilities", "RankedAction", "Suspect"]
 
 
@@ -172,3 +172,13 @@ class Decision:
         """What the chosen action is expected to save against doing nothing: zero when staying is
         chosen, negative only when an escalation chose an action dearer than staying."""
         return self.stay_cost - self.chosen_cost
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One incident's decision with the input it was made from, and the wider remediation of
+    another incident that makes its choice unnecessary (``reboot_node node-003``), if any."""
+
+    decision: Decision
+    facts: IncidentFacts
+    superseded_by: str | None = None

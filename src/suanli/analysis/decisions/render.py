@@ -9,13 +9,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from suanli.analysis.decisions.escalate import Plan
-from suanli.analysis.decisions.model import Decision, IncidentFacts, RankedAction
+from suanli.analysis.decisions.escalate import Plan, supersede
+from suanli.analysis.decisions.model import Decided, Decision, IncidentFacts, RankedAction
 
-__all__ = ["IncidentSaving", "Savings", "actions_json", "decision_json", "plan_of", "savings"]
+__all__ = ["IncidentSaving", "Savings", "actions_json", "decision_json", "mark_superseded", "plan_of", "savings"]
 
 
 def _c(x: float) -> float:
@@ -43,8 +43,9 @@ def actions_json(decision: Decision, facts: IncidentFacts,
     return [_action(r, i, decision, facts, by_key) for i, r in enumerate(decision.ranked, 1)]
 
 
-def decision_json(d: Decision) -> dict[str, Any]:
-    """The incident's ``decision`` object: baseline, choice, saving, the posteriors used."""
+def decision_json(d: Decision, superseded_by: str | None = None) -> dict[str, Any]:
+    """The incident's ``decision`` object: baseline, choice, saving, the posteriors used, and the
+    other incident's remediation that makes this choice unnecessary (``superseded_by``)."""
     p = d.probabilities
     return {
         "currency": d.currency, "horizon_s": d.horizon_s, "stay_cost": _c(d.stay_cost),
@@ -59,6 +60,7 @@ def decision_json(d: Decision) -> dict[str, Any]:
                                                          "points_at": d.escalation.points_at,
                                                          "reason": d.escalation.reason},
         "assumptions": list(d.assumptions),
+        "superseded_by": superseded_by,
     }
 
 
@@ -71,6 +73,16 @@ def plan_of(d: Decision, facts: IncidentFacts) -> Plan | None:
     gpu = facts.suspect.gpu_id if scope == "gpu" or a.action in ("reset_gpu", "retire_gpu") else None
     return Plan(a.action, a.target, a.target if a.action == "drain_node" else node, gpu,
                 "gpu" if gpu is not None else "node")
+
+
+def mark_superseded(decided: Mapping[str, Decided]) -> dict[str, Decided]:
+    """Across one window's incidents: a chosen remediation that a wider one of another incident
+    contains (a GPU reset under a reboot of its node) is marked with what supersedes it."""
+    plans = {iid: p for iid, d in decided.items() if (p := plan_of(d.decision, d.facts)) is not None}
+    _, dropped = supersede(list(plans.values()))
+    by = {p: f"{q.kind} {q.target}" for p, q in dropped}
+    return {iid: replace(d, superseded_by=by.get(plans[iid])) if iid in plans else d
+            for iid, d in decided.items()}
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from suanli.errors import InputError
+from suanli.store.promql.metric_map import MetricMap
 
 __all__ = ["PromClient", "PromConfig", "QueryStats", "TooManySamples", "ms_text"]
 
@@ -67,6 +68,8 @@ class PromConfig:
     cache_samples: int = 20_000_000
     """Raw samples kept in memory: a metric read whole is pulled once over the window and later
     reads are cut from it (0: no cache). ``PromStore.refresh()`` empties it."""
+    metric_map: MetricMap = field(default_factory=MetricMap)
+    """The TSDB's names and labels for suanli's metrics (``suanli.store.promql.metric_map``)."""
 
 
 @dataclass

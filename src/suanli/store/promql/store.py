@@ -71,6 +71,7 @@ class PromStore:
         self.config = config
         self.client = client or PromClient(config)
         self.lookups = inventory.resolver if inventory is not None else None
+        self.names = config.metric_map
         self.secondary = secondary if secondary is not None else DuckStore(None)
         if window is None:
             now = time.time()
@@ -92,23 +93,32 @@ class PromStore:
         self._range_known = False
 
     @property
-    def stats(self) -> QueryStats:
+    def query_stats(self) -> QueryStats:
+        """Queries sent, bytes moved and raw samples pulled so far."""
         return self.client.stats
+
+    def stats(self) -> dict[str, int]:
+        """Series in the window (the TSDB's sample count is not asked: it would load every sample),
+        and the secondary store's rows (spans, events)."""
+        rows = self.secondary.stats()
+        return {"series": len(self.series_keys()), "spans": rows.get("spans", 0), "events": rows.get("events", 0)}
 
     # -- discovery ----------------------------------------------------------------------------
     def metrics(self) -> list[str]:
         if self._metrics is None:
             match = "{" + ", ".join([f'__name__=~"{self.config.metric_regex}"', *self._extra]) + "}"
-            self._metrics = sorted(self.client.label_values("__name__", match, *self._win_ms))
+            self._metrics = self.names.canonical(self.client.label_values("__name__", match, *self._win_ms))
         return list(self._metrics)
 
     def _series_refs(self, metric: str) -> list[SeriesRef]:
+        """The TSDB's series of ``metric`` (under its mapped name), keyed as suanli reads them."""
         if metric not in self._refs:
-            found = self.client.series(selector(metric, self._extra), *self._win_ms)
-            refs = sorted({ident_of(s): SeriesRef(metric, {k: v for k, v in s.items() if k != "__name__"},
+            source = self.names.source(metric).name
+            found = self.client.series(selector(source, self._extra), *self._win_ms)
+            refs = sorted({ident_of(s): SeriesRef(source, {k: v for k, v in s.items() if k != "__name__"},
                                                   ident_of(s)) for s in found}.values(), key=lambda r: r.ident)
             for ref in refs:
-                self._keys[(metric, ref.ident)] = series_key(metric, dict(ref.labels), self.lookups)
+                self._keys[(source, ref.ident)] = series_key(metric, self.names.relabel(metric, ref.labels), self.lookups)
             self._refs[metric] = refs
         return self._refs[metric]
 
@@ -136,7 +146,8 @@ class PromStore:
 
     def _count(self, metric: str, lo: int, hi: int) -> dict[Ident, int]:
         if (metric, lo, hi) not in self._counts:
-            self._counts[(metric, lo, hi)] = count_samples(self.client, metric, self._extra, lo, hi)
+            self._counts[(metric, lo, hi)] = count_samples(self.client, self.names.source(metric).name, self._extra,
+                                                           lo, hi)
         return self._counts[(metric, lo, hi)]
 
     # -- samples ------------------------------------------------------------------------------
@@ -144,6 +155,7 @@ class PromStore:
         if not refs:
             return []
         raw = self._cached(metric, refs, lo, hi)
+        scale = self.names.source(metric).scale
         out = []
         for ref in refs:
             got = raw.get(ref.ident)
@@ -152,6 +164,8 @@ class PromStore:
             ts, values = got[0] / 1000.0, got[1].copy()
             if metric.startswith(DCGM_PREFIX):
                 dcgm_blank_to_nan(values, DCGM_BLANK)
+            if scale != 1.0:
+                values *= scale
             out.append((self.key_of(ref), ts, values))
         return out
 
@@ -228,7 +242,8 @@ class PromStore:
         values = [r.labels[label] for r in refs] if label else []
         if len(re_alternation(values)) > self.config.max_query_chars:
             label, values = None, []                         # the whole metric; the others are ignored
-        sel = selector(metric, self._extra, label, values)
+        source = self.names.source(metric)
+        sel = selector(source.name, self._extra, label, values)
         r = f"{sel}[{d}ms]"
         expr = (f"(max_over_time({r}) - min_over_time({r}) + 0 * sum_over_time({r})) "
                 f"and resets({r}) == 0")
@@ -238,13 +253,13 @@ class PromStore:
             _, result = self.client.query(expr, hi)
         except TooManySamples:
             return {}
-        return vector_by_ident(result)
+        return {k: v * source.scale for k, v in vector_by_ident(result).items()}
 
     # -- time ---------------------------------------------------------------------------------
     def time_range(self) -> tuple[float, float] | None:
         """Earliest and latest sample in the window (to the ms), spans and events of the secondary store."""
         if not self._range_known:
-            metrics = self.metrics()
+            metrics = [self.names.source(m).name for m in self.metrics()]
             first = edges.first_sample_ms(self.client, metrics, self._extra, *self._win_ms)
             last = edges.last_sample_ms(self.client, metrics, self._extra, *self._win_ms)
             parts = [] if first is None or last is None else [(first / 1000.0, last / 1000.0)]

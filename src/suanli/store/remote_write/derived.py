@@ -1,0 +1,117 @@
+"""What suanli writes back to a TSDB: its derived series (from the diagnosis JSON of
+spec/diagnosis.md) and the topology as ``suanli_*_info`` series (from the inventory), so that PromQL
+and Alertmanager can join exporter series on canonical ids and relations.
+
+Info series carry value 1 and every label a join needs: the canonical id, the exporter's own label
+values (dcgm-exporter's ``Hostname``/``gpu``/``UUID``, node-exporter's ``device``), and the
+relations (a NIC's switch port and GPU, a port's peer)::
+
+    DCGM_FI_DEV_GPU_TEMP * on(UUID) group_left(gpu_id, rack) suanli_gpu_info
+    rate(node_infiniband_port_errors_received_total[5m]) * on(node, device) group_left(switch_port) suanli_nic_info
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from suanli.inventory import Inventory
+from suanli.store.remote_write.sender import SeriesSamples
+
+__all__ = ["diagnosis_series", "info_series"]
+
+
+def _one(metric: str, labels: Mapping[str, str | None], t: float, value: float = 1.0) -> SeriesSamples:
+    """One sample of one series; labels without a value are left out (Prometheus stores none)."""
+    kept: dict[str, str] = {k: v for k, v in labels.items() if v}
+    return metric, kept, [(t, value)]
+
+
+def info_series(inv: Inventory, t: float) -> list[SeriesSamples]:
+    """``suanli_gpu_info``, ``suanli_nic_info`` and ``suanli_port_info`` at ``t`` (value 1)."""
+    racks = {n.id: n.rack for n in inv.nodes.values()}
+    out = [_one("suanli_gpu_info", {"gpu_id": g.id, "node": g.node, "Hostname": g.node, "gpu": str(g.index),
+                                    "UUID": g.uuid, "pci_bus_id": g.pci_bus_id, "modelName": g.model,
+                                    "rack": racks.get(g.node), "cluster": inv.cluster}, t)
+           for g in sorted(inv.gpus.values(), key=lambda g: g.id)]
+    for c in sorted(inv.nics.values(), key=lambda c: c.id):
+        switch, _, port = (c.switch_port or "").partition("/")
+        out.append(_one("suanli_nic_info", {"nic": c.id, "node": c.node, "device": c.name, "mac": c.mac,
+                                            "switch_port": c.switch_port, "switch": switch, "port": port,
+                                            "gpu_id": f"{c.node}/gpu{c.gpu}" if c.gpu is not None else None,
+                                            "cluster": inv.cluster}, t))
+    out.extend(_ports(inv, t))
+    return out
+
+
+def _ports(inv: Inventory, t: float) -> Iterable[SeriesSamples]:
+    """One series per (port, peer): a NIC cabled to it, or the port at the other end of a link."""
+    peers: list[tuple[str, str, str, str | None]] = []
+    for c in inv.nics.values():
+        if c.switch_port:
+            peers.append((c.switch_port, "nic", c.id, c.node))
+    for link in inv.links:
+        peers += [(link.a, "switch_port", link.b, None), (link.b, "switch_port", link.a, None)]
+    for port_id, kind, peer, node in sorted(peers, key=lambda p: (p[0], p[2])):
+        switch, _, port = port_id.partition("/")
+        yield _one("suanli_port_info", {"switch_port": port_id, "switch": switch, "port": port, "peer_kind": kind,
+                                        "peer": peer, "node": node, "cluster": inv.cluster}, t)
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _jobs(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
+    for job in doc.get("efficiency", {}).get("jobs", []):
+        jid = {"job": str(job["id"])}
+        for key in ("mfu", "goodput", "cost_per_effective_pflop"):
+            if _finite(job.get(key)):
+                yield _one(f"suanli_job_{key}", jid, t, float(job[key]))
+        for part, share in (job.get("time_split") or {}).items():
+            if _finite(share):
+                yield _one("suanli_job_time_split", {**jid, "part": str(part)}, t, float(share))
+
+
+def _gpus(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
+    for p in doc.get("predictions", []):
+        if p.get("kind") != "gpu":
+            continue
+        labels = {"gpu_id": str(p["id"]), "node": str(p["id"]).split("/", 1)[0]}
+        if _finite(p.get("health_score")):
+            yield _one("suanli_gpu_health_score", labels, t, float(p["health_score"]))
+        if _finite(p.get("probability")):
+            yield _one("suanli_gpu_failure_probability", {**labels, "event": str(p.get("event")),
+                                                          "horizon_days": str(p.get("horizon_days"))},
+                       t, float(p["probability"]))
+
+
+def _incidents(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
+    currency = str(doc.get("economics", {}).get("currency", "USD"))
+    for inc in doc.get("incidents", []):
+        labels = {"incident": str(inc["id"]), "category": str(inc["category"]),
+                  "root_kind": str(inc["root_cause"]["kind"]), "root_id": str(inc["root_cause"]["id"])}
+        yield _one("suanli_incident_open", labels, t, 1.0 if inc.get("end") is None else 0.0)
+        impact = inc.get("impact") or {}
+        if _finite(impact.get("lost_gpu_hours")):
+            yield _one("suanli_incident_lost_gpu_hours", labels, t, float(impact["lost_gpu_hours"]))
+        if _finite(impact.get("lost_cost")):
+            yield _one("suanli_incident_lost_cost", {**labels, "currency": currency}, t, float(impact["lost_cost"]))
+        dec = inc.get("decision") or {}
+        if _finite(dec.get("saving")):
+            chosen = dec.get("chosen") or {}
+            yield _one("suanli_incident_expected_saving", {**labels, "currency": currency,
+                                                           "action": str(chosen.get("action", "stay"))},
+                       t, float(dec["saving"]))
+
+
+def diagnosis_series(doc: Mapping[str, Any], t: float) -> list[SeriesSamples]:
+    """The ledger per job (MFU, goodput, time split, cost per effective PFLOP), health per GPU, and
+    per incident whether it is open, what it cost and what the chosen action saves, at ``t``."""
+    out = [*_jobs(doc, t), *_gpus(doc, t), *_incidents(doc, t)]
+    econ = doc.get("economics") or {}
+    if _finite(econ.get("saving")):
+        out.append(_one("suanli_expected_saving_total", {"currency": str(econ.get("currency", "USD"))}, t,
+                        float(econ["saving"])))
+    return out
