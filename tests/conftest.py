@@ -30,6 +30,7 @@ SHARED = Path(os.environ.get("SUANLI_SHARED", ROOT.parent / "shared"))
 SERVER_FIXTURES: frozenset[str] = frozenset({
     "servers", "prometheus_for", "vm_for", "backend_for", "empty_prometheus", "empty_vm",
     "stingy_prometheus", "locked_vm", "loki",
+    "browser",              # headless Chromium (Debian's), driven by Playwright
 })
 
 _RAN: list[str] = []

@@ -86,6 +86,9 @@ _ALL: tuple[MetricInfo, ...] = (
     _ib("port_data_transmitted_bytes_total", "bytes", "ib_tx_bytes"),
     _ib("port_errors_received_total", "errors", "ib_rx_errors"),
     _ib("symbol_error_total", "errors", "symbol_errors"),
+    # node-exporter's hw_counters: the NAK sequence errors RC retransmits count (metric-map preset
+    # node-exporter-infiniband reads them as suanli_rdma_retransmits_total)
+    _ib("packet_sequence_errors_total", "packets", None),
     _ib("link_downed_total", "events", "link_downed"),
     _ib("port_transmit_wait_total", "ticks", "transmit_wait"),
     # suanli's own probes and exporters (spec/telemetry.md "Fabric and probes")

@@ -22,9 +22,9 @@ import pytest
 from suanli.cli.diagnose import open_diagnosis
 from suanli.pipeline.rca import Line, RcaData, rca_data
 from suanli.report.rca import CHROMIUM_FLAGS, UNPRIVILEGED, content_security_policy, html_to_pdf, render_rca
-from tests.conftest import shared_path
+from tests.conftest import need_tool, shared_path
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 
 CLOSE_SCRIPT = "corrected</script><script>document.title='XSS1'</script>"
 IMG = "<img src=x onerror=\"document.title='XSS2'\">"
@@ -110,6 +110,7 @@ def _open(browser: Any, html: str) -> tuple[Any, list[str], list[str]]:
     return page, errors, page.evaluate("window.__csp")
 
 
+@pytest.mark.integration
 def test_hostile_telemetry_is_text_and_runs_nothing(browser: Any, page_html: str) -> None:
     for bad in HOSTILE:
         assert bad not in page_html, f"unescaped in the page: {bad}"
@@ -127,6 +128,7 @@ def test_hostile_telemetry_is_text_and_runs_nothing(browser: Any, page_html: str
     page.context.close()
 
 
+@pytest.mark.integration
 def test_the_policy_alone_stops_a_script_escaping_missed(browser: Any, page_html: str) -> None:
     assert "Content-Security-Policy" in page_html and "'unsafe-eval'" not in page_html
     smuggled = page_html.replace("<h2>4. Conclusion</h2>",
@@ -146,7 +148,9 @@ def test_the_policy_hashes_exactly_the_scripts_of_the_page() -> None:
     assert "default-src 'none'" in csp and csp.count("sha256-") == 2
 
 
+@pytest.mark.integration
 def test_the_pdf_is_printed_sandboxed(page_html: str, tmp_path: Path) -> None:
+    need_tool("chromium", "chromium-browser")
     html_path = tmp_path / "rca.html"
     html_path.write_text(page_html, encoding="utf-8")
     pdf = html_to_pdf(html_path, tmp_path / "rca.pdf")

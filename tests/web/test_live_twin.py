@@ -19,7 +19,7 @@ from suanli.web import parse_serve_config
 from suanli.web.service import Service
 from tests.web._server import TOKEN, serving
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+pytestmark = [pytest.mark.slow]   # suanli's own servers: no third-party one to start
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from suanli.timefmt import parse_time
 from tests.web._serve import Serve, scenario_db, start_serve, suanli, truth
 from tests.web._server import AUTH
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+pytestmark = [pytest.mark.slow]   # suanli's own servers: no third-party one to start
 
 N_SPANS = 120
 SPAN_T0 = parse_time("2026-03-17T17:40:00Z")

@@ -197,7 +197,13 @@ def test_healthy_scenario_has_high_compute_share_and_no_failures() -> None:
     (job,) = [j for j in res.jobs if j.job_id == "llama-34b-rlhf-rm"]
     assert job.time_split()["failures"] == 0.0
     # truth.json: compute share 0.859 before any fault (there is none), median step 23.892 s.
-    assert job.goodput == pytest.approx(0.859, abs=0.01)
+    assert job.time_split()["compute"] == pytest.approx(0.859, abs=0.01)
+    # goodput (productive step time, data stalls out) is the compute share plus exposed
+    # communication and in-step other: above it, and 1 minus data loading, checkpoint, init, idle
+    split = job.time_split()
+    assert job.goodput == pytest.approx(1 - split["data_loading"] - split["checkpoint"] - split["failures"]
+                                        - (split["other"] - job.split.shares()["step_other"]), abs=1e-9)
+    assert job.goodput > job.time_split()["compute"]
     # MFU from truth and the inventory: PaLM FLOPs/token = 6 x 33.7e9 + 12 x 48 x 8192 x 4096
     # = 2.2153e11; x 2,293,760 tokens per step = 5.0813e17 FLOPs; over 64 GPUs x 989e12 x 23.892 s
     # = 1.5123e18 -> 0.336 at the median step. The job's MFU divides by the mean step time (a

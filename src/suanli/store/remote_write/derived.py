@@ -112,6 +112,6 @@ def diagnosis_series(doc: Mapping[str, Any], t: float) -> list[SeriesSamples]:
     out = [*_jobs(doc, t), *_gpus(doc, t), *_incidents(doc, t)]
     econ = doc.get("economics") or {}
     if _finite(econ.get("saving")):
-        out.append(_one("suanli_expected_saving_total", {"currency": str(econ.get("currency", "USD"))}, t,
+        out.append(_one("suanli_expected_saving", {"currency": str(econ.get("currency", "USD"))}, t,
                         float(econ["saving"])))
     return out
