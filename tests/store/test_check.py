@@ -75,3 +75,25 @@ def test_public_scenario_is_clean_and_fully_covered() -> None:
     assert report.maturity["correlation"][0] == 5
     assert report.maturity["decision"][0] == 5
     assert report.counts["series"] == report.counts["series_resolved"] > 0
+
+
+def test_records_dated_far_outside_the_data_are_counted_and_named() -> None:
+    # samples 1e9 .. 1e9+600 s; a log line dated 2099-01-01 (4,070,908,800) and a span from 1970 (t=5 s) are
+    # stray clocks: the window stays on the samples, and check names both
+    store = DuckStore(None)
+    store.put_inventory(INV, "inventory.yaml")
+    t = np.arange(1e9, 1e9 + 601, 60.0)
+    store.add_samples(SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("UUID", "GPU-11111111-2222-3333-4444-555555555555"),),
+                                "gpu", "node-001/gpu0"), t, np.full(len(t), 50.0))
+    store.add_events([Event(4070908800.0, "node-001", None, None, "xid", "Xid 13 far ahead", code=13,
+                            source="kernel.log:7"),
+                      Event(1e9 + 30, "node-001", None, None, "xid", "Xid 13 in the window", code=13,
+                            source="kernel.log:3")])
+    store.add_spans([Span("t", "s", None, "train_step", 5.0, 6.0, "job-a", 0, 1, None, None)])
+    store.flush()
+    assert store.time_range() == (1e9, 1e9 + 600)
+    report = check(store, parse_inventory(INV))
+    (line,) = [p for p in report.problems if "dated outside" in p]
+    assert line.startswith("2 record(s) dated outside the data's window 2001-09-09T01:46:40Z .. 2001-09-09T01:56:40Z")
+    assert "kernel.log:7 2099-01-01T00:00:00Z" in line and "span train_step of job-a at 1970-01-01T00:00:05Z" in line
+    assert "in the window" not in line

@@ -26,6 +26,7 @@ axes, each L1-L5, with the reason for the level.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -47,6 +48,7 @@ from suanli.inventory.normalize import (
 )
 from suanli.metric_catalog import DCGM_PREFIX, is_counter
 from suanli.store.api import Store
+from suanli.timefmt import to_rfc3339
 
 __all__ = ["CheckConfig", "CheckReport", "check"]
 
@@ -206,6 +208,7 @@ def check(store: Store, inventory: Inventory, *, rules_loaded: int = 0, inhibiti
                      "train_steps_joinable": spans.joinable, "hw_events": hw_total,
                      "hw_events_resolved": hw_resolved}
     report.problems.extend(_ingest_problems(store, cfg))
+    report.problems.extend(_stray_times(store, events, cfg))
     report.problems.extend(_stuck_counters(store, keys, cfg))
     report.maturity["coverage"] = _coverage(keys, spans.total > 0, has_logs)
     report.maturity["correlation"] = _correlation(keys, spans, hw_total, hw_resolved, inventory, cfg)
@@ -225,6 +228,25 @@ def _stuck_counters(store: Store, keys: list[SeriesKey], cfg: CheckConfig) -> li
     return [f"{len(names)} series of {metric} stuck at 2^32-1 (a saturated 32-bit counter: its rate reads 0, "
             f"reset or read the 64-bit counter): {_examples(names, cfg.examples)}"
             for metric, names in stuck.items()]
+
+
+def _stray_times(store: Store, events: list[Event], cfg: CheckConfig) -> list[str]:
+    """Spans and log records whose time lies outside the data's window (``store.time_range()``
+    leaves out a stray clock: a log line dated 2099, a span from 1970): counted and named here,
+    since the default window never shows them (``--start``/``--end`` reach them)."""
+    extent = store.time_range()
+    if extent is None:
+        return []
+    lo, hi = extent
+    out = [f"{e.source} {to_rfc3339(e.ts)} {e.message[:40]}" for e in events
+           if math.isfinite(e.ts) and not lo <= e.ts <= hi]
+    spans = store.spans()
+    far = np.flatnonzero(np.isfinite(spans.start_s) & ((spans.start_s < lo) | (spans.end_s > hi)))
+    out += [f"span {spans.name[i]} of {spans.job_id[i]} at {to_rfc3339(float(spans.start_s[i]))}" for i in far]
+    if not out:
+        return []
+    return [f"{len(out)} record(s) dated outside the data's window {to_rfc3339(lo)} .. {to_rfc3339(hi)} "
+            f"(stray clocks: not analysed unless --start/--end reach them): {_examples(out, cfg.examples)}"]
 
 
 def _ingest_problems(store: Store, cfg: CheckConfig) -> list[str]:
