@@ -71,3 +71,31 @@ def test_a_sliding_window_keeps_the_riser_open() -> None:
         _assert_still_broken_stay_open(live, riser)
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_a_live_step_prices_the_incident_and_writes_its_history(tmp_path: Path) -> None:
+    # the live loop is where history accrues (serve's store is read-write; diagnose --db only reads):
+    # one step at the data's end on pcie_riser prices the riser incident and records it once, and a
+    # second step at the same time records nothing new
+    from suanli.pipeline.stages import history_connection
+    from suanli.store.history import load_history
+
+    store = open_folder(Path(shared_path("scenarios", "pcie_riser")))
+    try:
+        extent = store.time_range()
+        assert extent is not None
+        live = Pipeline(store, stored_inventory(store))
+        step = live.step(extent[1])
+        (inc,) = step.diagnosis.incidents
+        assert (inc.category, inc.root_id) == ("pcie_riser", "node-002/gpu5")
+        assert inc.id in step.diagnosis.decided and step.diagnosis.currency
+        con = history_connection(store)
+        assert con is not None
+        past = load_history(con, extent[0] - 1)
+        assert [(r.incident_id, r.category, r.entity_id) for r in past.incidents] == \
+            [(inc.id, "pcie_riser", "node-002/gpu5")]
+        live.step(extent[1])
+        assert len(load_history(con, extent[0] - 1).incidents) == 1
+    finally:
+        store.close()

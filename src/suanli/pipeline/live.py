@@ -71,8 +71,15 @@ class Pipeline:
         stages.actions(found.incidents, self.decisions)
         changes = self.tracker.update(now, found.incidents)
         errors = [*results.errors, *([alerts.error] if alerts.error else [])]
+        timings = {**results.timings_s, "rules": alerts.seconds}
+        # the costed choice, and the history it writes (a read-write store: serve's), which a later
+        # step or a read-only `diagnose --db` reads back
+        decided = stages.decide_and_record(found.incidents, self.store, self.inventory, now, self.config.decisions,
+                                           errors, timings)
+        extent = self.store.time_range()
+        has_data = extent is not None and win.overlaps(*extent)
         diag = Diagnosis(self.inventory.cluster, win, [], found.incidents, found.unexplained, results, errors,
-                         {**results.timings_s, "rules": alerts.seconds})
+                         timings, has_data, decided, self.inventory.currency)
         return Step(now, diag, changes)
 
     def incidents(self) -> list[Incident]:
