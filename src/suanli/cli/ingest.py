@@ -46,7 +46,9 @@ def ingest_cmd(console: Console, paths: list[Path], db: Path, config: Config | N
 
     for p in paths:
         if not p.exists():
-            raise InputError(f"{p}: no such file or folder")
+            what = "a symbolic link that leads nowhere (a loop or a missing target)" if p.is_symlink() else \
+                "no such file or folder"
+            raise InputError(f"{p}: {what}")
     created = not db.exists()
     store = open_db(db, must_exist=False, config=config)
     done = False
