@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from suanli.pipeline.rca import Line, RcaData
+from suanli.report.chromium import render_with_chromium
 from suanli.report.heatmap import figure, has_probes
 from suanli.timefmt import to_rfc3339
 
@@ -207,47 +208,8 @@ def write_rca(path: Path, data: RcaData) -> Path:
     return path
 
 
-CHROMIUM_FLAGS = ("--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
-"""Never ``--no-sandbox``: the page holds telemetry someone else wrote."""
-UNPRIVILEGED = 65534
-"""The uid and gid (``nobody``) Chromium runs as when suanli runs as root: Chromium refuses its
-sandbox to root, and suanli will not print without it."""
-
-
 def html_to_pdf(html_path: Path, pdf_path: Path, timeout_s: float = 120.0) -> Path:
-    """Print the report to PDF with headless Chromium, sandboxed (its scripts run first, so the
-    plots are in). As root, Chromium runs as ``nobody`` on a copy of the page in a private folder;
-    where its sandbox cannot start (no user namespaces) this is an InputError saying so."""
-    import os
-    import shutil
-    import subprocess
-    import tempfile
-
-    from suanli.errors import InputError
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if exe is None:
-        raise InputError("PDF output needs Chromium on PATH (Debian package `chromium`); the HTML is written")
-    as_root = os.geteuid() == 0
-    with tempfile.TemporaryDirectory(prefix="suanli-pdf-") as work:
-        folder = Path(work)
-        page, out = folder / "report.html", folder / "report.pdf"
-        shutil.copyfile(html_path, page)
-        if as_root:
-            for p in (folder, page):
-                os.chown(p, UNPRIVILEGED, UNPRIVILEGED)
-        who = {"user": UNPRIVILEGED, "group": UNPRIVILEGED, "extra_groups": []} if as_root else {}
-        proc = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={folder / 'profile'}",
-                               "--virtual-time-budget=10000", "--no-pdf-header-footer", f"--print-to-pdf={out}",
-                               page.as_uri()], capture_output=True, text=True, timeout=timeout_s,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder)},
-                              check=False, **who)  # type: ignore[call-overload]
-        if proc.returncode != 0 or not out.exists():
-            why = proc.stderr.strip()[-200:]
-            if "sandbox" in why.lower():
-                raise InputError(f"{pdf_path}: Chromium's sandbox cannot start here ({why}); suanli does not "
-                                 "print a report of untrusted telemetry without it: open the HTML instead")
-            raise InputError(f"{pdf_path}: Chromium could not print the report ({why})")
-        shutil.copyfile(out, pdf_path)
-    return pdf_path
+    """Print the report to PDF with sandboxed headless Chromium (its scripts run first, so the
+    plots are in); where the sandbox cannot start (no user namespaces) this is an InputError."""
+    return render_with_chromium(html_path, pdf_path, "print the report",
+                                ("--no-pdf-header-footer", "--print-to-pdf={out}"), timeout_s)
