@@ -15,9 +15,10 @@ from suanli.analysis.window import Window
 from suanli.incidents.model import Incident
 from suanli.inventory import Inventory
 from suanli.pipeline.model import Diagnosis
+from suanli.rules.language import RuleSet, load_rules
 from suanli.store.api import Store
 
-__all__ = ["PHASES", "Line", "Panel", "PhaseTimeline", "RcaData", "rca_data"]
+__all__ = ["PHASES", "Line", "Panel", "PhaseTimeline", "RcaData", "rca_data", "sla_threshold"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -80,6 +81,8 @@ class RcaData:
     ledger: JobLedger | None
     sla_of: dict[str, str | None]
     """Each impacted job's SLA (the impact matrix)."""
+    sla_threshold_s: float | None = None
+    """The latency above which the rule pack's SLA rule fires (None: no such rule)."""
 
 
 def rca_data(diag: Diagnosis, store: Store, inventory: Inventory, job: str, sla_id: str | None) -> RcaData:
@@ -94,7 +97,14 @@ def rca_data(diag: Diagnosis, store: Store, inventory: Inventory, job: str, sla_
     return RcaData(job, inventory.cluster, win, sla, _sla_lines(store, sla, win), phases, note, incidents, suspect,
                    _hardware(store, suspect, win), diag.results.fabric.heatmap if diag.results.fabric else None,
                    next((j for j in ledger.jobs if j.job_id == job), None) if ledger else None,
-                   {j: inventory.jobs[j].sla_id for j in jobs})
+                   {j: inventory.jobs[j].sla_id for j in jobs}, sla_threshold(load_rules(None)))
+
+
+def sla_threshold(rules: RuleSet) -> float | None:
+    """The lowest ``sla_latency > X`` of the rules (the line a person checks the SLA plot against)."""
+    bars = [c.threshold for r in rules.rules for c in r.conditions
+            if c.kind == "metric" and c.name == "sla_latency" and c.op in (">", ">=")]
+    return min(bars) if bars else None
 
 
 def _sla_lines(store: Store, sla: str | None, win: Window) -> tuple[Line, ...]:

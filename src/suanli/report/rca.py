@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from suanli.pipeline.rca import Line, RcaData
+from suanli.pipeline.rca import SLA_METRIC, Line, RcaData
 from suanli.report.chromium import render_with_chromium
 from suanli.report.heatmap import figure, has_probes
+from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, time_axis, y_axis
 from suanli.timefmt import to_rfc3339
 
 __all__ = ["content_security_policy", "html_to_pdf", "plot_text", "render_rca", "script_json", "write_rca"]
@@ -86,13 +87,33 @@ def _lines(lines: tuple[Line, ...], zero_nan: bool = False) -> list[dict[str, An
              "y": np.nan_to_num(ln.values, nan=0.0).tolist() if zero_nan else _points(ln.values)} for ln in lines]
 
 
+def _marks(d: RcaData) -> dict[str, Any]:
+    inc = d.suspect
+    return fault_marks(inc.start if inc else None, inc.detected_at if inc else None)
+
+
+def _time_fig(div: str, data: list[dict[str, Any]], layout: dict[str, Any], d: RcaData) -> str:
+    """A plot over time: x in UTC, the fault's start and detection marked, any extra shapes kept."""
+    marks = _marks(d)
+    return _fig(div, data, {**layout, "xaxis": time_axis(), "shapes": layout.get("shapes", []) + marks["shapes"],
+                            "annotations": marks["annotations"]})
+
+
 def _business(d: RcaData) -> str:
     if not d.sla_id:
         return "<p>The job declares no SLA.</p>"
     if not d.sla_lines:
         return f"<p>No samples of <code>suanli_sla_latency_seconds{{sla_id=\"{html.escape(d.sla_id)}\"}}</code>.</p>"
-    return _fig("business", _lines(d.sla_lines, zero_nan=True),
-                {"title": f"SLA {d.sla_id}: latency (s)", "yaxis": {"title": "seconds"}})
+    data = _lines(d.sla_lines, zero_nan=True)
+    shapes = []
+    if d.sla_threshold_s is not None:
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": d.sla_threshold_s,
+                       "y1": d.sla_threshold_s, "line": {"color": "#7f8c8d", "dash": "dot"}})
+        data.append({"type": "scatter", "mode": "lines", "name": f"SLA threshold {d.sla_threshold_s:g} s",
+                     "x": data[0]["x"][:1] + data[0]["x"][-1:], "y": [d.sla_threshold_s] * 2,
+                     "line": {"color": "#7f8c8d", "dash": "dot"}})
+    return _time_fig("business", data, {"title": f"SLA {d.sla_id}: request latency",
+                                        "yaxis": y_axis(axis_of(SLA_METRIC, False)), "shapes": shapes}, d)
 
 
 def _framework(d: RcaData) -> str:
@@ -117,9 +138,17 @@ def _hardware(d: RcaData) -> str:
         return "<p>No incident touches this job in the window: no suspect to show.</p>"
     parts = []
     for i, panel in enumerate(d.hardware):
-        unit = " (per second)" if panel.per_second else ""
-        parts.append(_fig(f"hw{i}", _lines(panel.lines), {"title": f"{inc.root_id}: {panel.metric}{unit}",
-                                                          "height": 280}))
+        ax = axis_of(panel.metric, panel.per_second)
+        if is_all_zero([ln.values for ln in panel.lines]):
+            parts.append(f"<p class='zero'>{html.escape(inc.root_id)}: {html.escape(ax.title)}: 0 in window</p>")
+            continue
+        lines = tuple(Line(ln.name, ln.ts, ln.values * ax.scale) for ln in panel.lines)
+        data = _lines(lines)
+        if ax.log:      # a log axis cannot show 0: a clean link's samples are gaps, not -inf
+            for tr in data:
+                tr["y"] = [y if y is not None and y > 0 else None for y in tr["y"]]
+        parts.append(_time_fig(f"hw{i}", data, {"title": f"{inc.root_id}: {ax.title}", "height": 280,
+                                                "yaxis": y_axis(ax)}, d))
     return "".join(parts) or f"<p>No metric series of {html.escape(inc.root_id)} in the window.</p>"
 
 
