@@ -15,7 +15,7 @@ import pytest
 from suanli.cli.diagnose import open_diagnosis
 from suanli.pipeline.rca import rca_data, sla_threshold
 from suanli.report.rca import render_rca
-from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, y_axis
+from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, step_at, y_axis
 from suanli.rules.language import load_rules
 from tests.conftest import shared_path
 
@@ -43,6 +43,16 @@ def test_fault_marks_are_vertical_lines_at_start_and_detection() -> None:
         ("2026-03-17T17:45:01", "2026-03-17T17:45:01", "paper"), ("2026-03-17T17:47:30", "2026-03-17T17:47:30", "paper")]
     assert [a["text"] for a in m["annotations"]] == ["fault start", "detected"]
     assert fault_marks(None, None) == {"shapes": [], "annotations": []}
+
+
+def test_step_at_maps_a_clock_time_onto_the_step_axis() -> None:
+    steps, begun = np.array([10, 11, 12]), np.array([100.0, 110.0, 125.0])
+    assert step_at(steps, begun, 99.0) is None            # before the first step
+    assert step_at(steps, begun, 110.0) == 11.0           # step 11 began at 110 s
+    assert step_at(steps, begun, 124.9) == 11.0
+    assert step_at(steps, begun, 500.0) == 12.0
+    m = fault_marks(11.0, None, on_clock=False)
+    assert [s["x0"] for s in m["shapes"]] == [11.0]
 
 
 def test_sla_threshold_is_the_rule_packs() -> None:
@@ -79,6 +89,10 @@ def test_riser_report_time_plots(riser_page: str) -> None:
         assert layout["xaxis"]["title"]["text"] == "time (UTC)", div
         assert [a["text"] for a in layout["annotations"]] == ["fault start", "detected"], div
         assert "DCGM" not in layout["yaxis"]["title"]["text"] and "(" in layout["yaxis"]["title"]["text"], div
+    for div in ("phases", "ranks"):               # the step plots carry the same marks, on steps
+        marks = plots[div][1]["annotations"]
+        assert [a["text"] for a in marks] == ["fault start", "detected"], div
+        assert all(isinstance(a["x"], float) for a in marks)
     data, layout = plots["business"]
     assert any(t["name"] == "SLA threshold 30 s" and t["y"] == [30, 30] for t in data)
     # the riser scenario injects no ECC errors: the SBE counter never moves

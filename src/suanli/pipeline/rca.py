@@ -62,6 +62,8 @@ class PhaseTimeline:
     phase_median_s: dict[str, list[float]]
     ranks: I64
     rank_step_s: F64
+    step_start_s: F64
+    """When each step began (its earliest span), to mark clock times on the step axis."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,8 @@ def _phases(store: Store, job: str, win: Window) -> tuple[PhaseTimeline | None, 
                           frame.end_s[step_sel], strict=True):
         if int(r) in r_index and int(s) in s_index:
             z[r_index[int(r)], s_index[int(s)]] = b - a
-    return PhaseTimeline(uniq.astype(np.int64), medians, ranks.astype(np.int64), z), ""
+    begun = np.array([float(frame.start_s[frame.step == s].min()) for s in uniq], dtype=np.float64)
+    return PhaseTimeline(uniq.astype(np.int64), medians, ranks.astype(np.int64), z, begun), ""
 
 
 def _hardware(store: Store, inc: Incident | None, win: Window) -> tuple[Panel, ...]:

@@ -25,7 +25,7 @@ import numpy as np
 from suanli.pipeline.rca import SLA_METRIC, Line, RcaData
 from suanli.report.chromium import render_with_chromium
 from suanli.report.heatmap import figure, has_probes
-from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, time_axis, y_axis
+from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, step_at, time_axis, y_axis
 from suanli.timefmt import to_rfc3339
 
 __all__ = ["content_security_policy", "html_to_pdf", "plot_text", "render_rca", "script_json", "write_rca"]
@@ -122,13 +122,17 @@ def _framework(d: RcaData) -> str:
         return f"<p>{html.escape(d.phases_note)}</p>"
     steps = p.steps.tolist()
     traces = [{"type": "bar", "name": phase, "x": steps, "y": med} for phase, med in p.phase_median_s.items()]
-    stacked = _fig("phases", traces, {"barmode": "stack", "title": "median phase time per step (s)",
-                                      "xaxis": {"title": "step", "tickformat": "d"}, "yaxis": {"title": "seconds"}})
+    inc = d.suspect
+    marks = fault_marks(step_at(p.steps, p.step_start_s, inc.start if inc else None),
+                        step_at(p.steps, p.step_start_s, inc.detected_at if inc else None), on_clock=False)
+    stacked = _fig("phases", traces, {"barmode": "stack", "title": "median phase time per step",
+                                      "xaxis": {"title": "step", "tickformat": "d"},
+                                      "yaxis": {"title": "phase time (s)"}, **marks})
     heat = _fig("ranks", [{"type": "heatmap", "x": steps, "y": [f"rank{int(r)}" for r in p.ranks],
                            "z": [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in p.rank_step_s],
-                           "colorscale": "Viridis", "colorbar": {"title": "step s"}}],
+                           "colorscale": "Viridis", "colorbar": {"title": "step time (s)"}}],
                  {"title": "step time per rank", "height": max(300, 12 * len(p.ranks) + 120),
-                  "xaxis": {"title": "step", "tickformat": "d"}})
+                  "xaxis": {"title": "step", "tickformat": "d"}, **marks})
     return stacked + heat
 
 

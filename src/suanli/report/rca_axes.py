@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Axis", "axis_of", "fault_marks", "is_all_zero", "time_axis", "y_axis"]
+__all__ = ["Axis", "axis_of", "fault_marks", "is_all_zero", "step_at", "time_axis", "y_axis"]
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,23 @@ def _iso(t: float) -> str:
     return str(np.datetime_as_string(np.datetime64(int(t * 1000), "ms"), unit="s"))
 
 
-def fault_marks(start_s: float | None, detected_s: float | None) -> dict[str, Any]:
-    """Layout shapes and labels: a red line at the fault's start, an orange one at its detection."""
+def step_at(steps: np.ndarray, step_start_s: np.ndarray, t: float | None) -> float | None:
+    """The step running at clock time ``t`` (the last one begun by then); None before the first."""
+    if t is None or not np.isfinite(t):
+        return None
+    i = int(np.searchsorted(step_start_s, t, side="right")) - 1
+    return float(steps[i]) if i >= 0 else None
+
+
+def fault_marks(start: float | None, detected: float | None, on_clock: bool = True) -> dict[str, Any]:
+    """Layout shapes and labels: a red line at the fault's start, an orange one at its detection
+    (clock times in seconds, or ``on_clock=False``: positions on another axis such as steps)."""
     shapes, notes = [], []
-    for ts, label, colour, side in ((start_s, "fault start", "#c0392b", "right"),
-                                    (detected_s, "detected", "#e67e22", "left")):
+    for ts, label, colour, side in ((start, "fault start", "#c0392b", "right"),
+                                    (detected, "detected", "#e67e22", "left")):
         if ts is None or not np.isfinite(ts):
             continue
-        x = _iso(ts)
+        x: str | float = _iso(ts) if on_clock else ts
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                        "line": {"color": colour, "width": 2, "dash": "dash"}, "name": label})
         notes.append({"x": x, "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "text": label,
