@@ -1,4 +1,4 @@
-"""write_heatmap: a PNG whose pixels we decode by hand, and an HTML page with no CDN."""
+"""write_heatmap: a PNG (Chromium's screenshot of the HTML figure) whose pixels we decode by hand,\nand an HTML page with no CDN."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 from suanli.analysis.fabric import Heatmap
 from suanli.errors import InputError
-from suanli.report.heatmap import write_heatmap
+from suanli.report.heatmap import FIGURE_PX, write_heatmap
+from tests.conftest import need_tool
 
 
 def _heatmap() -> Heatmap:
@@ -26,9 +27,16 @@ def _heatmap() -> Heatmap:
                    (("node-002", "node-003", "directional"),), ("switch_port leaf-02/p1 (out): 1 slow pairs",))
 
 
+def _paeth(a: int, b: int, c: int) -> int:
+    p = a + b - c
+    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+    return a if pa <= pb and pa <= pc else b if pb <= pc else c
+
+
 def _decode_png(data: bytes) -> np.ndarray:
+    """8-bit RGB/RGBA PNG -> [height, width, 3], written from the PNG spec (all five filters)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width, height = 8, b"", 0, 0
+    pos, idat, width, height, bpp = 8, b"", 0, 0, 3
     while pos < len(data):
         (length,) = struct.unpack(">I", data[pos:pos + 4])
         tag, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
@@ -36,25 +44,46 @@ def _decode_png(data: bytes) -> np.ndarray:
         assert crc == zlib.crc32(tag + body)
         if tag == b"IHDR":
             width, height = struct.unpack(">II", body[:8])
-            assert body[8:10] == b"\x08\x02"          # 8-bit RGB
+            assert body[8] == 8 and body[9] in (2, 6) and body[12] == 0     # 8-bit RGB(A), not interlaced
+            bpp = 3 if body[9] == 2 else 4
         elif tag == b"IDAT":
             idat += body
         pos += 12 + length
-    raw = zlib.decompress(idat)
-    rows = [raw[y * (3 * width + 1) + 1:(y + 1) * (3 * width + 1)] for y in range(height)]
-    return np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(height, width, 3)
+    raw, stride = zlib.decompress(idat), width * bpp
+    prev, out = bytearray(stride), bytearray()
+    for y in range(height):
+        kind, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = row[i - bpp] if i >= bpp else 0
+            c = prev[i - bpp] if i >= bpp else 0
+            row[i] = (row[i] + (0, a, prev[i], (a + prev[i]) // 2, _paeth(a, prev[i], c))[kind]) & 0xFF
+        out += row
+        prev = row
+    return np.frombuffer(bytes(out), dtype=np.uint8).reshape(height, width, bpp)[:, :, :3]
 
 
-def test_png_cells_coloured_and_marked(tmp_path: Path) -> None:
+def _count(img: np.ndarray, rgb: tuple[int, int, int]) -> int:
+    return int(np.all(img == np.array(rgb, dtype=np.uint8), axis=-1).sum())
+
+
+def test_png_is_the_html_figure_with_labels_and_colour_bar(tmp_path: Path) -> None:
+    need_tool("chromium", "chromium-browser")           # the PNG is Chromium's screenshot
     out = write_heatmap(_heatmap(), tmp_path / "h.png")
     img = _decode_png(out.read_bytes())
-    px = 1024 // 3                      # cell size: about 1,000 px for 3 nodes, capped at 24
-    px = min(px, 24)
-    assert img.shape == (3 * px, 3 * px, 3)
-    cell = lambda i, j: tuple(int(x) for x in img[i * px + px // 2, j * px + px // 2])  # noqa: E731
-    assert cell(0, 0) == (90, 90, 90)   # not probed: grey
-    assert cell(0, 1) == (0, 200, 40)   # 1x baseline: green
-    assert cell(1, 2) == (0, 200, 255)  # the anomalous one-way pair carries the directional marker
+    assert img.shape == (FIGURE_PX, FIGURE_PX, 3)       # the figure's window, not a bare 3x3 matrix
+    # RdYlGn reversed, zmin 0 zmax 2: the 4x pair is the scale's red end, 1x pairs its green end
+    red, green = _count(img, (165, 0, 38)), _count(img, (0, 104, 55))
+    cell = (FIGURE_PX // 6) ** 2                          # a cell is well over a sixth of the width squared
+    assert red > cell and green > 4 * cell
+    # the colour bar: a column of many distinct colours right of the cells
+    bar_colours = {tuple(int(x) for x in img[y, FIGURE_PX - 150]) for y in range(FIGURE_PX)}
+    strip = max(len({tuple(int(x) for x in img[y, c]) for y in range(FIGURE_PX)})
+                for c in range(FIGURE_PX * 3 // 4, FIGURE_PX, 4))
+    assert max(strip, len(bar_colours)) > 50
+    # labels and title: dark text pixels outside the cells (plotly's #2a3f5f font colour family)
+    dark = (img.astype(int).sum(axis=-1) < 300) & ~np.all(img == (165, 0, 38), axis=-1)
+    assert dark[:, :FIGURE_PX // 8].sum() > 200          # row labels on the left
+    assert dark[:FIGURE_PX // 10].sum() > 200            # the title on top
 
 
 def test_html_is_self_contained(tmp_path: Path) -> None:

@@ -52,6 +52,12 @@ def test_report_renders_in_chromium_without_console_errors(report: Path, tmp_pat
     assert dom.returncode == 0, dom.stderr[-2000:]
     rendered = dom.stdout.count('class="main-svg"')
     assert rendered >= plots, f"only {rendered} plotly SVG layers for {plots} plots"
+    # every time plot (SLA and the suspect's signals, in UTC) and the two step plots drew the
+    # fault-start and detection lines
+    timed = html.count('"text": "time (UTC)"')
+    assert timed >= 4
+    assert dom.stdout.count(">fault start</text>") == dom.stdout.count(">detected</text>") == timed + 2
+    assert dom.stdout.count('class="shapelayer"') >= timed + 2
     console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln]
     errors = [ln for ln in console if re.search(r"error|uncaught", ln, re.I)]
     assert errors == [], errors

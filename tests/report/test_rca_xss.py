@@ -21,7 +21,8 @@ import pytest
 
 from suanli.cli.diagnose import open_diagnosis
 from suanli.pipeline.rca import Line, RcaData, rca_data
-from suanli.report.rca import CHROMIUM_FLAGS, UNPRIVILEGED, content_security_policy, html_to_pdf, render_rca
+from suanli.report.chromium import CHROMIUM_FLAGS, UNPRIVILEGED
+from suanli.report.rca import content_security_policy, html_to_pdf, render_rca
 from tests.conftest import need_tool, shared_path
 
 pytestmark = [pytest.mark.slow]
@@ -57,14 +58,18 @@ def page_html() -> str:
     return render_rca(_hostile(data))
 
 
+@pytest.fixture(autouse=True)
+def _uses_chromium() -> None:
+    """Every test here opens or prints with Chromium (the module's browser is shared)."""
+    need_tool("chromium", "chromium-browser")
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Chromium with its sandbox, as ``nobody`` when the tests run as root; Playwright attached over CDP."""
     from playwright.sync_api import sync_playwright
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.fail("chromium is not installed: `make test` installs the Debian package `chromium`")
+    exe = need_tool("chromium", "chromium-browser")
     assert "--no-sandbox" not in CHROMIUM_FLAGS
     profile = Path(tempfile.mkdtemp(prefix="suanli-xss-"))
     who: dict[str, Any] = {}

@@ -45,6 +45,10 @@ def finding_signals(findings: Iterable[Finding], labels_of: LabelsOf | None = No
     return out
 
 
+def _unit(unit: str) -> str:
+    return f" {unit}" if unit else ""
+
+
 def signals_from_alerts(alerts: Iterable[Alert], indirect_rules: frozenset[str] = frozenset()) -> list[Signal]:
     """Rule alerts that fired as signals (``ref`` is the alert's key). Alerts of ``indirect_rules``
     (rules that only read analysis outputs such as ``straggler_score``) restate an analysis's view
@@ -57,7 +61,7 @@ def signals_from_alerts(alerts: Iterable[Alert], indirect_rules: frozenset[str] 
         out.append(Signal("rule", a.name, a.entity_kind, a.entity_id, a.active_at, a.resolved_at,
                           a.fired_at, a.category, 0.6 if a.category else 0.3,
                           (f"rule {a.rule} fired on {a.entity_id} at {to_rfc3339(a.fired_at)} "
-                           f"(value {a.value:.4g})",),
+                           f"(value {a.value:.4g}{_unit(a.unit)})",),
                           tuple(sorted(a.labels.items())),
                           direct=a.category is not None and a.rule not in indirect_rules, ref=a.key,
                           state="resolved" if a.state == "resolved" else "firing"))

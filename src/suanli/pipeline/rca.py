@@ -15,9 +15,10 @@ from suanli.analysis.window import Window
 from suanli.incidents.model import Incident
 from suanli.inventory import Inventory
 from suanli.pipeline.model import Diagnosis
+from suanli.rules.language import RuleSet, load_rules
 from suanli.store.api import Store
 
-__all__ = ["PHASES", "Line", "Panel", "PhaseTimeline", "RcaData", "rca_data"]
+__all__ = ["PHASES", "Line", "Panel", "PhaseTimeline", "RcaData", "rca_data", "sla_threshold"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -61,6 +62,8 @@ class PhaseTimeline:
     phase_median_s: dict[str, list[float]]
     ranks: I64
     rank_step_s: F64
+    step_start_s: F64
+    """When each step began (its earliest span), to mark clock times on the step axis."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class RcaData:
     ledger: JobLedger | None
     sla_of: dict[str, str | None]
     """Each impacted job's SLA (the impact matrix)."""
+    sla_threshold_s: float | None = None
+    """The latency above which the rule pack's SLA rule fires (None: no such rule)."""
 
 
 def rca_data(diag: Diagnosis, store: Store, inventory: Inventory, job: str, sla_id: str | None) -> RcaData:
@@ -94,7 +99,14 @@ def rca_data(diag: Diagnosis, store: Store, inventory: Inventory, job: str, sla_
     return RcaData(job, inventory.cluster, win, sla, _sla_lines(store, sla, win), phases, note, incidents, suspect,
                    _hardware(store, suspect, win), diag.results.fabric.heatmap if diag.results.fabric else None,
                    next((j for j in ledger.jobs if j.job_id == job), None) if ledger else None,
-                   {j: inventory.jobs[j].sla_id for j in jobs})
+                   {j: inventory.jobs[j].sla_id for j in jobs}, sla_threshold(load_rules(None)))
+
+
+def sla_threshold(rules: RuleSet) -> float | None:
+    """The lowest ``sla_latency > X`` of the rules (the line a person checks the SLA plot against)."""
+    bars = [c.threshold for r in rules.rules for c in r.conditions
+            if c.kind == "metric" and c.name == "sla_latency" and c.op in (">", ">=")]
+    return min(bars) if bars else None
 
 
 def _sla_lines(store: Store, sla: str | None, win: Window) -> tuple[Line, ...]:
@@ -127,7 +139,8 @@ def _phases(store: Store, job: str, win: Window) -> tuple[PhaseTimeline | None, 
                           frame.end_s[step_sel], strict=True):
         if int(r) in r_index and int(s) in s_index:
             z[r_index[int(r)], s_index[int(s)]] = b - a
-    return PhaseTimeline(uniq.astype(np.int64), medians, ranks.astype(np.int64), z), ""
+    begun = np.array([float(frame.start_s[frame.step == s].min()) for s in uniq], dtype=np.float64)
+    return PhaseTimeline(uniq.astype(np.int64), medians, ranks.astype(np.int64), z, begun), ""
 
 
 def _hardware(store: Store, inc: Incident | None, win: Window) -> tuple[Panel, ...]:

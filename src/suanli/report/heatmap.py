@@ -1,16 +1,15 @@
 """``suanli diagnose --heatmap FILE``: the one-way latency matrix as a self-contained HTML page
-(Plotly with its JavaScript inlined: no CDN, air-gapped clusters have no internet) or a PNG
-(written with zlib, no browser or image library needed).
+(Plotly with its JavaScript inlined: no CDN, air-gapped clusters have no internet) or a PNG: a
+screenshot of that same page in sandboxed headless Chromium (:mod:`.chromium`), so the PNG has
+the HTML's axis labels, title, colour bar and outlined pairs.
 
 Cells are latency / baseline (log colour scale), rows are sources, columns destinations, nodes
-sorted by rack; anomalous pairs are outlined (HTML) or drawn in a marker colour (PNG). The RCA
-report draws the same :func:`figure`.
+sorted by rack; anomalous pairs are outlined. The RCA report draws the same :func:`figure`.
 """
 
 from __future__ import annotations
 
-import struct
-import zlib
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,51 +17,22 @@ import numpy as np
 import numpy.typing as npt
 
 from suanli.errors import InputError
+from suanli.report.chromium import render_with_chromium
 
 if TYPE_CHECKING:
     from suanli.analysis.fabric import Heatmap
 
-__all__ = ["figure", "has_probes", "heatmap_png", "write_heatmap"]
+__all__ = ["FIGURE_PX", "figure", "has_probes", "write_heatmap"]
 
-U8 = npt.NDArray[np.uint8]
 _MAX_HOVER_NODES = 256
 """Above this many nodes the HTML carries no per-cell hover text (it would weigh O(n²))."""
-_MARK_RGB = {"node": (255, 0, 255), "directional": (0, 200, 255), "link": (255, 255, 255)}
+FIGURE_PX = 900
+"""The figure's width and height in CSS pixels: the PNG is exactly this size."""
 
 
 def _ratio(h: Heatmap) -> npt.NDArray[np.float64]:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(h.latency_s / h.baseline_s, dtype=np.float64)
-
-
-def _colour(ratio: npt.NDArray[np.float64]) -> U8:
-    """1x -> green, 2x -> yellow, >= 4x -> red (log2 scale); NaN (not probed) -> grey."""
-    x = np.clip(np.log2(np.where(np.isfinite(ratio) & (ratio > 0), ratio, 1.0)) / 2.0, 0.0, 1.0)
-    r = np.clip(2 * x, 0, 1) * 255
-    g = np.clip(2 - 2 * x, 0, 1) * 200
-    rgb = np.stack([r, g, np.full_like(r, 40.0)], axis=-1).astype(np.uint8)
-    rgb[~np.isfinite(ratio)] = (90, 90, 90)
-    return rgb
-
-
-def heatmap_png(h: Heatmap, cell_px: int = 0) -> bytes:
-    """PNG bytes of the ratio matrix (cell size chosen so the image is about 1,000 px)."""
-    n = len(h.nodes)
-    px = cell_px or max(1, min(24, 1024 // max(n, 1)))
-    rgb = _colour(_ratio(h))
-    index = {node: i for i, node in enumerate(h.nodes)}
-    for s, d, kind in h.marks:
-        if s in index and d in index:
-            rgb[index[s], index[d]] = _MARK_RGB.get(kind, (255, 255, 255))
-    img = np.repeat(np.repeat(rgb, px, axis=0), px, axis=1) if n else np.zeros((1, 1, 3), np.uint8)
-    height, width = img.shape[:2]
-    raw = b"".join(b"\x00" + img[y].tobytes() for y in range(height))
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
 
 
 def _cells(x: npt.NDArray[np.float64], digits: int) -> list[list[float | None]]:
@@ -94,7 +64,9 @@ def figure(h: Heatmap) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                      "marker": {"symbol": "square-open", "size": 10, "color": "black"},
                      "text": [k for _, _, k in h.marks]})
     layout = {"title": {"text": "One-way latency / baseline (src rows, dst columns); " + "; ".join(h.notes[:5])},
-              "yaxis": {"autorange": "reversed"}, "width": 900, "height": 900}
+              "xaxis": {"title": {"text": "destination node (rack)"}},
+              "yaxis": {"autorange": "reversed", "title": {"text": "source node (rack)"}},
+              "width": FIGURE_PX, "height": FIGURE_PX}
     return data, layout
 
 
@@ -103,12 +75,24 @@ def has_probes(h: Heatmap) -> bool:
     return bool(np.isfinite(h.latency_s).any())
 
 
-def _html(h: Heatmap) -> str:
+def _html(h: Heatmap, still: bool = False) -> str:
+    """The page; ``still`` (for the screenshot) drops Plotly's toolbar, which a picture cannot use."""
     import plotly.graph_objects as go
     import plotly.io as pio
 
     data, layout = figure(h)
-    return str(pio.to_html(go.Figure(data=data, layout=layout), include_plotlyjs=True, full_html=True))
+    page = str(pio.to_html(go.Figure(data=data, layout=layout), include_plotlyjs=True, full_html=True,
+                           config={"displayModeBar": not still}))
+    return page.replace("<head>", "<head><style>body { margin: 0; overflow: hidden; }</style>", 1)
+
+
+def _png(h: Heatmap, path: Path) -> None:
+    """Screenshot the HTML page, the figure filling a window of its own size."""
+    with tempfile.TemporaryDirectory(prefix="suanli-heatmap-") as work:
+        page = Path(work) / "heatmap.html"
+        page.write_text(_html(h, still=True), encoding="utf-8")
+        render_with_chromium(page, path, "draw the heatmap",
+                             (f"--window-size={FIGURE_PX},{FIGURE_PX}", "--hide-scrollbars", "--screenshot={out}"))
 
 
 def write_heatmap(heatmap: Heatmap, path: str | Path) -> Path:
@@ -119,7 +103,7 @@ def write_heatmap(heatmap: Heatmap, path: str | Path) -> Path:
         raise InputError("heatmap file must end in .png or .html", file=str(p))
     try:
         if suffix == ".png":
-            p.write_bytes(heatmap_png(heatmap))
+            _png(heatmap, p)
         else:
             p.write_text(_html(heatmap), encoding="utf-8")
     except OSError as err:

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from suanli.pipeline.rca import Line, RcaData
+from suanli.pipeline.rca import SLA_METRIC, Line, RcaData
+from suanli.report.chromium import render_with_chromium
 from suanli.report.heatmap import figure, has_probes
+from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, step_at, time_axis, y_axis
 from suanli.timefmt import to_rfc3339
 
 __all__ = ["content_security_policy", "html_to_pdf", "plot_text", "render_rca", "script_json", "write_rca"]
@@ -85,13 +87,33 @@ def _lines(lines: tuple[Line, ...], zero_nan: bool = False) -> list[dict[str, An
              "y": np.nan_to_num(ln.values, nan=0.0).tolist() if zero_nan else _points(ln.values)} for ln in lines]
 
 
+def _marks(d: RcaData) -> dict[str, Any]:
+    inc = d.suspect
+    return fault_marks(inc.start if inc else None, inc.detected_at if inc else None)
+
+
+def _time_fig(div: str, data: list[dict[str, Any]], layout: dict[str, Any], d: RcaData) -> str:
+    """A plot over time: x in UTC, the fault's start and detection marked, any extra shapes kept."""
+    marks = _marks(d)
+    return _fig(div, data, {**layout, "xaxis": time_axis(), "shapes": layout.get("shapes", []) + marks["shapes"],
+                            "annotations": marks["annotations"]})
+
+
 def _business(d: RcaData) -> str:
     if not d.sla_id:
         return "<p>The job declares no SLA.</p>"
     if not d.sla_lines:
         return f"<p>No samples of <code>suanli_sla_latency_seconds{{sla_id=\"{html.escape(d.sla_id)}\"}}</code>.</p>"
-    return _fig("business", _lines(d.sla_lines, zero_nan=True),
-                {"title": f"SLA {d.sla_id}: latency (s)", "yaxis": {"title": "seconds"}})
+    data = _lines(d.sla_lines, zero_nan=True)
+    shapes = []
+    if d.sla_threshold_s is not None:
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": d.sla_threshold_s,
+                       "y1": d.sla_threshold_s, "line": {"color": "#7f8c8d", "dash": "dot"}})
+        data.append({"type": "scatter", "mode": "lines", "name": f"SLA threshold {d.sla_threshold_s:g} s",
+                     "x": data[0]["x"][:1] + data[0]["x"][-1:], "y": [d.sla_threshold_s] * 2,
+                     "line": {"color": "#7f8c8d", "dash": "dot"}})
+    return _time_fig("business", data, {"title": f"SLA {d.sla_id}: request latency",
+                                        "yaxis": y_axis(axis_of(SLA_METRIC, False)), "shapes": shapes}, d)
 
 
 def _framework(d: RcaData) -> str:
@@ -100,13 +122,17 @@ def _framework(d: RcaData) -> str:
         return f"<p>{html.escape(d.phases_note)}</p>"
     steps = p.steps.tolist()
     traces = [{"type": "bar", "name": phase, "x": steps, "y": med} for phase, med in p.phase_median_s.items()]
-    stacked = _fig("phases", traces, {"barmode": "stack", "title": "median phase time per step (s)",
-                                      "xaxis": {"title": "step", "tickformat": "d"}, "yaxis": {"title": "seconds"}})
+    inc = d.suspect
+    marks = fault_marks(step_at(p.steps, p.step_start_s, inc.start if inc else None),
+                        step_at(p.steps, p.step_start_s, inc.detected_at if inc else None), on_clock=False)
+    stacked = _fig("phases", traces, {"barmode": "stack", "title": "median phase time per step",
+                                      "xaxis": {"title": "step", "tickformat": "d"},
+                                      "yaxis": {"title": "phase time (s)"}, **marks})
     heat = _fig("ranks", [{"type": "heatmap", "x": steps, "y": [f"rank{int(r)}" for r in p.ranks],
                            "z": [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in p.rank_step_s],
-                           "colorscale": "Viridis", "colorbar": {"title": "step s"}}],
+                           "colorscale": "Viridis", "colorbar": {"title": "step time (s)"}}],
                  {"title": "step time per rank", "height": max(300, 12 * len(p.ranks) + 120),
-                  "xaxis": {"title": "step", "tickformat": "d"}})
+                  "xaxis": {"title": "step", "tickformat": "d"}, **marks})
     return stacked + heat
 
 
@@ -116,9 +142,17 @@ def _hardware(d: RcaData) -> str:
         return "<p>No incident touches this job in the window: no suspect to show.</p>"
     parts = []
     for i, panel in enumerate(d.hardware):
-        unit = " (per second)" if panel.per_second else ""
-        parts.append(_fig(f"hw{i}", _lines(panel.lines), {"title": f"{inc.root_id}: {panel.metric}{unit}",
-                                                          "height": 280}))
+        ax = axis_of(panel.metric, panel.per_second)
+        if is_all_zero([ln.values for ln in panel.lines]):
+            parts.append(f"<p class='zero'>{html.escape(inc.root_id)}: {html.escape(ax.title)}: 0 in window</p>")
+            continue
+        lines = tuple(Line(ln.name, ln.ts, ln.values * ax.scale) for ln in panel.lines)
+        data = _lines(lines)
+        if ax.log:      # a log axis cannot show 0: a clean link's samples are gaps, not -inf
+            for tr in data:
+                tr["y"] = [y if y is not None and y > 0 else None for y in tr["y"]]
+        parts.append(_time_fig(f"hw{i}", data, {"title": f"{inc.root_id}: {ax.title}", "height": 280,
+                                                "yaxis": y_axis(ax)}, d))
     return "".join(parts) or f"<p>No metric series of {html.escape(inc.root_id)} in the window.</p>"
 
 
@@ -207,47 +241,8 @@ def write_rca(path: Path, data: RcaData) -> Path:
     return path
 
 
-CHROMIUM_FLAGS = ("--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
-"""Never ``--no-sandbox``: the page holds telemetry someone else wrote."""
-UNPRIVILEGED = 65534
-"""The uid and gid (``nobody``) Chromium runs as when suanli runs as root: Chromium refuses its
-sandbox to root, and suanli will not print without it."""
-
-
 def html_to_pdf(html_path: Path, pdf_path: Path, timeout_s: float = 120.0) -> Path:
-    """Print the report to PDF with headless Chromium, sandboxed (its scripts run first, so the
-    plots are in). As root, Chromium runs as ``nobody`` on a copy of the page in a private folder;
-    where its sandbox cannot start (no user namespaces) this is an InputError saying so."""
-    import os
-    import shutil
-    import subprocess
-    import tempfile
-
-    from suanli.errors import InputError
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if exe is None:
-        raise InputError("PDF output needs Chromium on PATH (Debian package `chromium`); the HTML is written")
-    as_root = os.geteuid() == 0
-    with tempfile.TemporaryDirectory(prefix="suanli-pdf-") as work:
-        folder = Path(work)
-        page, out = folder / "report.html", folder / "report.pdf"
-        shutil.copyfile(html_path, page)
-        if as_root:
-            for p in (folder, page):
-                os.chown(p, UNPRIVILEGED, UNPRIVILEGED)
-        who = {"user": UNPRIVILEGED, "group": UNPRIVILEGED, "extra_groups": []} if as_root else {}
-        proc = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={folder / 'profile'}",
-                               "--virtual-time-budget=10000", "--no-pdf-header-footer", f"--print-to-pdf={out}",
-                               page.as_uri()], capture_output=True, text=True, timeout=timeout_s,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder)},
-                              check=False, **who)  # type: ignore[call-overload]
-        if proc.returncode != 0 or not out.exists():
-            why = proc.stderr.strip()[-200:]
-            if "sandbox" in why.lower():
-                raise InputError(f"{pdf_path}: Chromium's sandbox cannot start here ({why}); suanli does not "
-                                 "print a report of untrusted telemetry without it: open the HTML instead")
-            raise InputError(f"{pdf_path}: Chromium could not print the report ({why})")
-        shutil.copyfile(out, pdf_path)
-    return pdf_path
+    """Print the report to PDF with sandboxed headless Chromium (its scripts run first, so the
+    plots are in); where the sandbox cannot start (no user namespaces) this is an InputError."""
+    return render_with_chromium(html_path, pdf_path, "print the report",
+                                ("--no-pdf-header-footer", "--print-to-pdf={out}"), timeout_s)

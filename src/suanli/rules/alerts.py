@@ -40,6 +40,7 @@ class Alert:
     fired_at: float | None = None
     resolved_at: float | None = None
     value: float = float("nan")     # the first condition's value at the last evaluation it held
+    unit: str = ""                  # that value's unit ("°C", "errors/min"; "" for a pure number)
     severity: str = "warning"
     category: str | None = None
     actions: tuple[PlannedAction, ...] = ()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from suanli.rules.names import ANALYSIS_VALUES, DERIVED, EVENT_KINDS, METRICS, valid_names
 
-__all__ = ["OPS", "RATE_UNITS_S", "RAW_NAMES", "Condition", "parse_condition", "parse_duration"]
+__all__ = ["OPS", "RATE_UNITS_S", "RAW_NAMES", "Condition", "parse_condition", "parse_duration", "value_unit"]
 
 OPS: tuple[str, ...] = (">=", "<=", "==", "!=", ">", "<")
 RATE_UNITS_S: dict[str, float] = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0,
@@ -151,3 +151,25 @@ def parse_condition(text: str, default_event_window_s: float = 3600.0,
     if not METRICS[name].counter:
         raise ValueError(f"{name!r} is a gauge, a rate (/{unit}) needs a counter: {cond!r}")
     return Condition(cond, "rate", name, op, threshold, for_s=for_s, per_s=RATE_UNITS_S[unit])
+
+
+_SHOWN_UNITS: dict[str, str] = {"celsius": "°C", "percent": "%", "watts": "W", "seconds": "s", "bytes/s": "B/s",
+                                "ratio": "", "flag": "", "code": "", "bitmask": ""}
+_PER: dict[float, str] = {1.0: "s", 60.0: "min", 3600.0: "h", 86400.0: "day"}
+
+
+def value_unit(cond: Condition) -> str:
+    """The unit of a condition's value as a person reads it ("°C", "errors/min", "" for a pure
+    number such as a ratio or an analysis score)."""
+    if cond.kind == "event":
+        return "events"
+    if cond.kind == "ratio":
+        num, den = DERIVED[cond.name]
+        return f"{METRICS[num].unit}/{METRICS[den].unit.rstrip('s')}"
+    if cond.kind not in ("metric", "rate", "sudden"):
+        return ""
+    unit = METRICS[cond.name].unit
+    if cond.kind == "metric":
+        return _SHOWN_UNITS.get(unit, unit)
+    per_s = cond.per_s or 1.0
+    return f"{unit}/{_PER.get(per_s) or f'{per_s:g} s'}"

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from suanli.rules.alerts import Alert, PlannedAction
 from suanli.rules.condition_data import ConditionData, RulesConfig, RuleStore
+from suanli.rules.conditions import value_unit
 from suanli.rules.entities import EntityIndex
 from suanli.rules.language import Rule, RuleSet
 
@@ -203,7 +204,7 @@ class Evaluator:
                   **self.index.labels(rule.scope, ent)}
         return Alert(name=rule.name, rule=rule.name, scope=rule.scope, entity_kind=rule.scope, entity_id=ent,
                      labels=labels, state="pending", active_at=t, severity=rule.severity,
-                     category=rule.category)
+                     category=rule.category, unit=value_unit(rule.conditions[0]))
 
 
 def evaluate_window(ruleset: RuleSet, store: RuleStore, index: EntityIndex, start: float, end: float,

@@ -143,7 +143,7 @@ def test_crc_on_a_leaf_port_is_one_switch_port_finding_with_its_nic_as_symptom()
     f = res.findings[0]
     assert abs(f.start - (T0 + 15.0 * FAULT)) <= 15.0
     head, _, rest = f.evidence[0].partition(" CRC error ratio ")
-    assert head == "leaf-02/p1" and 0.9e-3 < float(rest.split()[0]) < 1.1e-3 and rest.endswith("(baseline 0)")
+    assert head == "leaf-02/p1" and 0.9e-3 < float(rest.split()[0]) < 1.1e-3 and rest.endswith(" errors/packet (baseline 0)")
     assert [s.entity_id for s in f.symptoms] == ["node-003/mlx5_0"]
     assert f.extra["jobs"] == ["job-a"]
     assert 0.9e-3 < res.values()["leaf-02/p1"]["crc_ratio"] < 1.1e-3

@@ -129,8 +129,8 @@ def test_pcie_riser_wins_over_heat_at_the_right_gpu(tmp_path: Path) -> None:
     f = res.findings[0]
     assert FAULT_S - 1 <= f.start <= FAULT_S + STEP_S + 1
     # AER: 150 per 15 s scrape = 600/min; 10 min x 600 = ~6,000 errors
-    assert any("PCIe AER 600/min" in e for e in f.evidence), f.evidence
-    assert any("replay counter +" in e for e in f.evidence)
+    assert any("PCIe AER 600 errors/min" in e for e in f.evidence), f.evidence
+    assert any("replay counter +" in e and e.endswith(" replays)") for e in f.evidence), f.evidence
     assert any("temperature 89" in e for e in f.evidence), f.evidence
 
 
@@ -155,6 +155,25 @@ def test_thermal_with_throttle_reason(tmp_path: Path) -> None:
     assert abs(f.start - FAULT_S) <= STEP_S + 1
     assert any("hw_thermal_slowdown" in e for e in f.evidence)
     assert any("SM clock 1410 MHz" in e for e in f.evidence)
+
+
+def test_clock_equal_to_peers_is_not_evidence(tmp_path: Path) -> None:
+    # hot and throttled, but its SM clock stays where its node peers' is: the clock line says
+    # nothing, so it is left out; the heat line carries its unit and its departure
+    target = "node-002/gpu3"
+
+    def hot(gid: str, metric: str, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if gid == target and metric == hw.GPU_TEMP:
+            return np.where(t >= FAULT_S, 91.0, v)
+        if gid == target and metric == hw.THROTTLE:
+            return np.where(t >= FAULT_S, 0x40, v)
+        return v
+
+    res = analyze(*build(tmp_path, hot))
+    _only(res.findings, "gpu_thermal", target)
+    ev = res.findings[0].evidence
+    assert not any("SM clock" in e for e in ev), ev
+    assert any(f"{target} temperature 91 °C for " in e and "node peers" in e for e in ev), ev
 
 
 def test_low_clock_without_reason_is_not_a_hardware_finding(tmp_path: Path) -> None:

@@ -62,9 +62,10 @@ def _base(x: float, floor: float, fmt: str) -> str:
 
 def _describe(a: CounterAnomaly) -> str:
     if a.signal == "crc_ratio":
-        return f"{a.entity_id} CRC error ratio {_e(a.after)} (baseline {_base(a.before, 1e-12, '.1e')})"
+        return (f"{a.entity_id} CRC error ratio {_e(a.after)} errors/packet "
+                f"(baseline {_base(a.before, 1e-12, '.1e')})")
     if a.signal == "pre_fec_ber":
-        return f"{a.entity_id} pre-FEC BER {_e(a.after)} (baseline {_e(a.before)})"
+        return f"{a.entity_id} pre-FEC BER {_e(a.after)} errors/bit (baseline {_e(a.before)})"
     if a.signal == "rdma_retransmits":
         return f"{a.entity_id} RDMA retransmits {a.after:.3g}/s (baseline {_base(a.before, 1e-3, '.2g')}/s)"
     if a.signal == "symbol_errors":

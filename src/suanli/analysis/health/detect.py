@@ -80,6 +80,9 @@ class DetectConfig:
     own ratio while the peers hold at least that share of theirs, is degraded."""
     idle_util_pct: float = 10.0
     """An idle GPU (utilisation below this) is not NVLink-degraded, only idle."""
+    clock_departure_frac: float = 0.05
+    """A hot GPU's SM clock is evidence only when it departs this share or more from its node
+    peers' (a clock equal to its peers' shows nothing)."""
     nvlink_min_baseline_Bps: float = 1e8
     """A GPU (or peer) whose own NVLink baseline is below this moves no traffic a link fault could
     lower (an idle H100 reads ~1 MB/s; a training GPU tens of GB/s): it is not judged."""
@@ -183,14 +186,15 @@ def detect_pcie(g: GpuData, fleet_aer_median: float, fleet_replay_median: float,
         # the first increase arrived over the scrape interval before the onset sample
         step = _median_interval(next(iter(g.aer.values()))[0]) if g.aer else 0.0
         span_min = max((window_end_s - onset + step) / 60.0, 1.0)
-        parts = ", ".join(f"{sev} {_fmt_count(d.total)}" for sev, d in sorted(deltas.items()) if d.total)
-        evidence.append(f"{g.gpu_id} PCIe AER {max(aer_total, aer_log_count) / span_min:,.0f}/min "
-                        f"({parts or 'log'}; fleet median {fleet_aer_median:,.0f})")
+        parts = ", ".join(f"{_fmt_count(d.total)} {sev}" for sev, d in sorted(deltas.items()) if d.total)
+        evidence.append(f"{g.gpu_id} PCIe AER {max(aer_total, aer_log_count) / span_min:,.0f} errors/min "
+                        f"({parts or 'from the kernel log'}; fleet median {fleet_aer_median:,.0f} errors "
+                        "in the window)")
     if aer_log_count:
         evidence.append(f"{g.gpu_id} kernel log: {aer_log_count:,.0f} AER records")
     if replay_total:
-        evidence.append(f"{g.gpu_id} PCIe replay counter +{_fmt_count(replay_total)} "
-                        f"(fleet median +{fleet_replay_median:,.0f})")
+        evidence.append(f"{g.gpu_id} PCIe replay counter +{_fmt_count(replay_total)} replays "
+                        f"(fleet median +{fleet_replay_median:,.0f} replays)")
     conf_of = policy("pcie_riser").confidence
     conf = conf_of.strong if (aer_bad and rep_bad) else conf_of.weak
     if "uncorrected" in deltas and deltas["uncorrected"].total > 0:
@@ -270,8 +274,9 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
         clk = peer_median_at(ts, [p.series[hw.SM_CLOCK] for p in peers if hw.SM_CLOCK in p.series])
         late_peer = clk[ts >= min(onsets)]
         if np.isfinite(late).any() and np.isfinite(late_peer).any():
-            evidence.append(f"{g.gpu_id} SM clock {np.nanmedian(late):.0f} MHz "
-                            f"(node peers {np.nanmedian(late_peer):.0f} MHz)")
+            own, peer = float(np.nanmedian(late)), float(np.nanmedian(late_peer))
+            if abs(own - peer) >= config.clock_departure_frac * peer:
+                evidence.append(f"{g.gpu_id} SM clock {own:.0f} MHz (node peers {peer:.0f} MHz)")
     conf_of = policy("gpu_thermal").confidence
     conf = conf_of.strong if len(onsets) > 1 else conf_of.weak
     return Detection("gpu_thermal", min(onsets), conf, tuple(evidence), detected_s=min(met))
