@@ -10,11 +10,12 @@ import numpy as np
 
 from suanli.errors import InputError
 from suanli.sim.cluster import SimCluster
+from suanli.sim.families import families
 from suanli.sim.faults import Effects, Fault
 from suanli.sim.inventory_writer import write_inventory
 from suanli.sim.jobs import JobRequest
 from suanli.sim.logs import kernel_lines, trainer_lines, write_log
-from suanli.sim.metrics import World, families
+from suanli.sim.metrics import World
 from suanli.sim.network import build_jobnet
 from suanli.sim.nuisances import NuisancePlan, Nuisances, plan_nuisances
 from suanli.sim.otlp import write_traces
