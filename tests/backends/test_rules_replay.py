@@ -27,35 +27,9 @@ from suanli.store.duck import DuckStore
 from suanli.timefmt import parse_time, to_rfc3339
 from tests.backends.servers import Server, need
 from tests.conftest import shared_path
+from tests.rules.export_cases import METRIC_OF, RULES, STEP_S, prometheus_2x_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-RULES = """rules:
-  - name: gpu_hot
-    scope: gpu
-    severity: warning
-    conditions:
-      all:
-        - gpu_temp > 87 for 2m
-  - name: gpu_hot_and_busy
-    scope: gpu
-    conditions:
-      all:
-        - gpu_temp > 80 for 1m
-        - gpu_util > 50 for 1m
-  - name: aer_storm
-    scope: gpu
-    conditions:
-      all:
-        - pcie_aer_errors > 100/min for 1m
-  - name: retx_jump
-    scope: nic
-    conditions:
-      all:
-        - sudden_increase(rdma_retransmits, 5)
-"""
-STEP_S = 15.0
-METRIC_OF = {"gpu_hot": "DCGM_FI_DEV_GPU_TEMP", "gpu_hot_and_busy": "DCGM_FI_DEV_GPU_TEMP",
-             "aer_storm": "suanli_pcie_aer_errors_total", "retx_jump": "suanli_rdma_retransmits_total"}
 
 
 def _replay(rules: Path, prometheus: Server, vm: Server, start: float, end: float) -> None:
@@ -113,7 +87,7 @@ def test_exported_rules_fire_as_suanlis_evaluator(prometheus_for: Callable[[str]
     start, end = parse_time("2026-03-17T17:39:15Z"), parse_time("2026-03-17T17:54:15Z")   # truth.json's window
     assert start % STEP_S == 0                                    # both engines evaluate on the same grid
     rs = parse_rules(RULES)
-    cfg = RulesConfig(promql_v2=True, sudden_baseline_s=600, sudden_short_s=120)      # Prometheus 2.x edges
+    cfg = prometheus_2x_config()      # Prometheus 2.x edges
     text, notes = to_prometheus(rs, cfg)
     assert notes == []
     (tmp_path / "rules.yml").write_text(text)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from suanli.ingest import bulk_om
-from suanli.ingest.openmetrics import read_openmetrics
+from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.records import IngestReport
 from suanli.inventory import Inventory, parse_inventory
 from suanli.store.duck import DuckStore

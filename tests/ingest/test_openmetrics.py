@@ -9,13 +9,8 @@ import numpy as np
 import pytest
 
 from suanli.ingest.load import load_metrics
-from suanli.ingest.openmetrics import (
-    LabelError,
-    detect_format,
-    parse_labels,
-    parse_openmetrics,
-    read_openmetrics,
-)
+from suanli.ingest.openmetrics import LabelError, detect_format, parse_labels, parse_openmetrics
+from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.records import IngestReport, SeriesKey
 
 T = 1_700_000_000  # 2023-11-14T22:13:20Z: sample timestamps must lie in 2000..2100

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suanli.ingest.load import load_metrics
-from suanli.ingest.openmetrics import parse_openmetrics, read_openmetrics
+from suanli.ingest.openmetrics import parse_openmetrics
+from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.records import IngestReport, SeriesKey
 from suanli.store.duck import DuckStore
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from suanli.ingest.openmetrics import read_openmetrics
+from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.records import IngestReport, SeriesKey
 from suanli.inventory import parse_inventory
 from tests.conftest import shared_path

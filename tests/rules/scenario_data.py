@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from suanli.ingest.openmetrics import read_openmetrics
+from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.records import IngestReport
 from suanli.inventory import load_inventory
 from suanli.timefmt import parse_time

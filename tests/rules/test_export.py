@@ -15,13 +15,13 @@ import yaml
 from suanli.rules import (
     EntityIndex,
     Evaluator,
-    RulesConfig,
     load_rules,
     parse_rules,
     to_alertmanager,
     to_prometheus,
 )
 from tests.conftest import need_tool, shared_path
+from tests.rules.export_cases import METRIC_OF, RULES, STEP_S, prometheus_2x_config
 from tests.rules.fakes import FakeStore
 from tests.rules.scenario_data import load_scenario
 
@@ -79,31 +79,6 @@ def test_promtool_and_amtool_accept_the_default_pack(tmp_path: Path, promtool: s
 
 # -- equivalence on a scenario ---------------------------------------------------------------------------
 
-RULES = """rules:
-  - name: gpu_hot
-    scope: gpu
-    severity: warning
-    conditions:
-      all:
-        - gpu_temp > 87 for 2m
-  - name: gpu_hot_and_busy
-    scope: gpu
-    conditions:
-      all:
-        - gpu_temp > 80 for 1m
-        - gpu_util > 50 for 1m
-  - name: aer_storm
-    scope: gpu
-    conditions:
-      all:
-        - pcie_aer_errors > 100/min for 1m
-  - name: retx_jump
-    scope: nic
-    conditions:
-      all:
-        - sudden_increase(rdma_retransmits, 5)
-"""
-STEP_S = 15.0
 NODES = ("node-002", "node-003")
 
 
@@ -150,7 +125,7 @@ def test_promtool_fires_what_suanli_fires(tmp_path: Path, promtool: str) -> None
     n = int((end - start) // STEP_S) + 1
     grid, inputs = _grid(store, start, n)
     rs = parse_rules(RULES)
-    cfg = RulesConfig(promql_v2=True, sudden_baseline_s=600, sudden_short_s=120)   # promtool 2.x edges
+    cfg = prometheus_2x_config()   # promtool 2.x edges
     ev = Evaluator(rs, EntityIndex.from_inventory(inv), cfg)
     alerts = ev.run(grid, 0.0, (n - 1) * STEP_S)
     text, notes = to_prometheus(rs, cfg)
@@ -161,8 +136,6 @@ def test_promtool_fires_what_suanli_fires(tmp_path: Path, promtool: str) -> None
     for inp in inputs:
         if inp["_entity"]:
             by_entity.setdefault(f"{inp['series'].split('{')[0]}|{inp['_entity']}", inp["_labels"])
-    metric_of = {"gpu_hot": "DCGM_FI_DEV_GPU_TEMP", "gpu_hot_and_busy": "DCGM_FI_DEV_GPU_TEMP",
-                 "aer_storm": "suanli_pcie_aer_errors_total", "retx_jump": "suanli_rdma_retransmits_total"}
     tests = []
     fired_somewhere = 0
     for check_s in range(60, int((n - 1) * STEP_S) + 1, 60):
@@ -173,7 +146,7 @@ def test_promtool_fires_what_suanli_fires(tmp_path: Path, promtool: str) -> None
                     continue
                 if a.resolved_at is not None and a.resolved_at <= check_s:
                     continue
-                labels = _canonical(by_entity[f"{metric_of[name]}|{a.entity_id}"])
+                labels = _canonical(by_entity[f"{METRIC_OF[name]}|{a.entity_id}"])
                 labels.update(rule["labels"])
                 ann = {k: re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m, lb=labels: lb[m.group(1)], v)
                        for k, v in rule["annotations"].items()}

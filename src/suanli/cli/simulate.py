@@ -11,6 +11,7 @@ from rich.console import Console
 from suanli.cli.base import app, out, progress_bar, run_verb
 from suanli.errors import InputError
 from suanli.report.tables import scenarios_table
+from suanli.sim import MAX_NODES, MIN_NODES
 
 __all__ = ["simulate", "simulate_cmd"]
 
@@ -20,7 +21,7 @@ def simulate(
     scenario: Annotated[str | None, typer.Option(help="Scenario name (see --list).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder to write the scenario into.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed: the same seed writes the same bytes.")] = 0,
-    nodes: Annotated[int | None, typer.Option(help="Cluster size in nodes (2..1280).")] = None,
+    nodes: Annotated[int | None, typer.Option(help=f"Cluster size in nodes ({MIN_NODES}..{MAX_NODES}).")] = None,
     minutes: Annotated[float | None, typer.Option(help="Length of the window in minutes.")] = None,
     list_: Annotated[bool, typer.Option("--list", help="Name the scenarios and exit.")] = False,
 ) -> None:
@@ -38,8 +39,8 @@ def simulate_cmd(console: Console, scenario: str | None, out_dir: Path | None, s
         return 0
     if not scenario or out_dir is None:
         raise InputError("simulate needs --scenario NAME and --out DIR (or --list)")
-    if nodes is not None and not 2 <= nodes <= 1280:
-        raise InputError(f"--nodes {nodes}: expected 2..1280")
+    if nodes is not None and not MIN_NODES <= nodes <= MAX_NODES:
+        raise InputError(f"--nodes {nodes}: expected {MIN_NODES}..{MAX_NODES}")
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError("--out: is a file, expected a folder", file=str(out_dir))
     with progress_bar() as progress:

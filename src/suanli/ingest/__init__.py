@@ -7,13 +7,8 @@ inventory first, then each file in one transaction). Metrics: :func:`read_openme
 """
 
 from suanli.ingest.load import IngestConfig, load_logs, load_metrics, load_paths, load_traces
-from suanli.ingest.openmetrics import (
-    OpenMetricsConfig,
-    OpenMetricsParser,
-    parse_labels,
-    parse_openmetrics,
-    read_openmetrics,
-)
+from suanli.ingest.openmetrics import OpenMetricsConfig, OpenMetricsParser, parse_labels, parse_openmetrics
+from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.plan import LoadPlan, fingerprint, plan_paths
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
 from suanli.ingest.resolve import series_key

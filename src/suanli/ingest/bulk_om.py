@@ -35,13 +35,8 @@ import numpy as np
 import pyarrow as pa
 
 from suanli.ingest.files import tail_bytes
-from suanli.ingest.openmetrics import (
-    OpenMetricsConfig,
-    OpenMetricsParser,
-    eof_in_tail,
-    file_format,
-    file_mtime,
-)
+from suanli.ingest.openmetrics import OpenMetricsConfig, OpenMetricsParser
+from suanli.ingest.openmetrics_file import eof_in_tail, file_format, file_mtime
 from suanli.ingest.records import IngestReport, SeriesKey
 from suanli.ingest.sink import SAMPLE_SCHEMA, SampleBatch, Transaction
 from suanli.inventory import Resolver

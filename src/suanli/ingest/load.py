@@ -30,7 +30,8 @@ from suanli.ingest import bulk_om, bulk_otlp
 from suanli.ingest.kineto import is_kineto_trace, read_kineto
 from suanli.ingest.log_time import for_ingest
 from suanli.ingest.logs import LogConfig, read_log
-from suanli.ingest.openmetrics import Batch, OpenMetricsConfig, read_openmetrics
+from suanli.ingest.openmetrics import Batch, OpenMetricsConfig
+from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.otlp import OtlpConfig, read_otlp
 from suanli.ingest.plan import UNKNOWN_KIND, FileKind, LoadPlan, fingerprint, plan_paths
 from suanli.ingest.records import IngestReport, SeriesKey

@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 
 from suanli.errors import InputError
-from suanli.sim.cluster import SimCluster
+from suanli.sim.cluster import MAX_NODES, MIN_NODES, SimCluster
+from suanli.sim.families import families
 from suanli.sim.faults import Effects, Fault
 from suanli.sim.inventory_writer import write_inventory
 from suanli.sim.jobs import JobRequest
 from suanli.sim.logs import kernel_lines, trainer_lines, write_log
-from suanli.sim.metrics import World, families
+from suanli.sim.metrics import World
 from suanli.sim.network import build_jobnet
 from suanli.sim.nuisances import NuisancePlan, Nuisances, plan_nuisances
 from suanli.sim.otlp import write_traces
@@ -196,8 +197,8 @@ def simulate(scenario: str, out: Path, *, seed: int = 0, nodes: int | None = Non
     if sc is None:
         raise InputError(f"unknown scenario {scenario!r}; valid: {', '.join(SCENARIOS)}", key="--scenario")
     n = nodes if nodes is not None else sc.nodes
-    if not 2 <= n <= 1280:
-        raise InputError(f"nodes must be between 2 and 1280, got {n}", key="--nodes")
+    if not MIN_NODES <= n <= MAX_NODES:
+        raise InputError(f"nodes must be between {MIN_NODES} and {MAX_NODES}, got {n}", key="--nodes")
     m = minutes if minutes is not None else sc.minutes
     if not 1.0 <= m <= 24 * 60:
         raise InputError(f"minutes must be between 1 and 1440, got {m}", key="--minutes")

@@ -15,7 +15,10 @@ import numpy as np
 
 from suanli.sim.hardware import GPU_CATALOG, GPU_PCI_BUS, NIC_PCI_BUS, SimGpuModel
 
-__all__ = ["ClusterSpec", "SimCluster", "SimJob", "SimNic", "SimNode", "build_cluster"]
+__all__ = ["MAX_NODES", "MIN_NODES", "ClusterSpec", "SimCluster", "SimJob", "SimNic", "SimNode", "build_cluster"]
+
+MIN_NODES, MAX_NODES = 2, 1280
+"""The cluster sizes the twin builds, in nodes (both included)."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,8 @@ def _mac(salt: int, idx: int) -> str:
 
 def build_cluster(spec: ClusterSpec, rng: np.random.Generator, name: str) -> SimCluster:
     """Racks of ``nodes_per_rack`` nodes, one leaf per rack, uplinks spread over the spines."""
-    if not 2 <= spec.nodes <= 1280:
-        raise ValueError(f"nodes must be in 2..1280, got {spec.nodes}")
+    if not MIN_NODES <= spec.nodes <= MAX_NODES:
+        raise ValueError(f"nodes must be in {MIN_NODES}..{MAX_NODES}, got {spec.nodes}")
     gpu = GPU_CATALOG[spec.gpu_model]
     n_racks = math.ceil(spec.nodes / spec.nodes_per_rack)
     leaves = [f"leaf-{r + 1:02d}" for r in range(n_racks)]

@@ -11,17 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from suanli.analysis import categories
 from suanli.sim.physics import PhysicsConfig, ber_latency_s, ber_loss
 
 __all__ = ["CATEGORIES", "ROOT_KIND", "Effects", "Fault"]
-
-ROOT_KIND: dict[str, str] = {
-    "gpu_memory_degradation": "gpu", "gpu_memory_failure": "gpu", "gpu_lost": "gpu",
-    "gpu_thermal": "gpu", "pcie_riser": "gpu", "gpu_straggler": "gpu", "nvlink_degradation": "gpu",
-    "switch_port_errors": "switch_port", "optical_degradation": "switch_port", "nic_down": "nic",
-    "storage_slow": "storage", "collective_hang": "job", "oom": "job",
-}
-CATEGORIES: tuple[str, ...] = tuple(ROOT_KIND)
 
 # Default magnitude per category (its meaning is in the comment).
 DEFAULT_MAGNITUDE: dict[str, float] = {
@@ -39,6 +32,10 @@ DEFAULT_MAGNITUDE: dict[str, float] = {
     "collective_hang": 1.0,
     "oom": 1.0,
 }
+# The categories the twin can inject (those with a magnitude), in the taxonomy's order, and the kind
+# of entity each is injected at: the category table's first root-cause kind.
+CATEGORIES: tuple[str, ...] = tuple(c for c in categories.CATEGORIES if c in DEFAULT_MAGNITUDE)
+ROOT_KIND: dict[str, str] = {c: categories.root_kind(c) for c in CATEGORIES}
 
 
 @dataclass

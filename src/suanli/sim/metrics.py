@@ -6,7 +6,6 @@ stays at one family's matrix however long the window is.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -15,12 +14,12 @@ import numpy as np
 from suanli.sim.cluster import SimCluster, gpu_pci
 from suanli.sim.dcgm_state import PHYSICAL_FIELDS, physical_value
 from suanli.sim.faults import DEFAULT_MAGNITUDE, Effects
-from suanli.sim.nuisances import Nuisances, counter_noise
+from suanli.sim.nuisances import Nuisances
 from suanli.sim.physics import PhysicsConfig
 from suanli.sim.state import GpuGrid, nic_loss_steps
 from suanli.sim.timeline import JobTimeline, TimingConfig
 
-__all__ = ["Family", "GpuTelemetryConfig", "World", "families", "job_steps_done", "nic_loss"]
+__all__ = ["Family", "GpuTelemetryConfig", "World", "dcgm_families", "job_steps_done", "nic_loss"]
 
 
 @dataclass
@@ -248,14 +247,6 @@ def dcgm_families(w: World) -> Iterator[Family]:
     for name, typ, help_, integer in DCGM:
         v = _gpu_value(w, name, w.rng(name))
         yield Family(name, typ, help_, labels, np.where(alive, v, np.nan), integer, "dcgm", hosts)
-
-
-def families(w: World) -> Iterator[Family]:
-    """Every family, error counters with the history and background counts of ``w.nz``."""
-    from suanli.sim.metrics_net import net_families
-    for fam in itertools.chain(dcgm_families(w), net_families(w)):
-        fam.values = counter_noise(fam.name, fam.labels, fam.values, w.ts, w.nz, w.seed, w.noise_log)
-        yield fam
 
 
 def job_steps_done(tl: JobTimeline, ts: np.ndarray) -> np.ndarray:

@@ -147,7 +147,7 @@ def analyze(store: Store, inventory: Inventory, window: Window | None = None,
     def jobs_of(entity: str) -> set[str]:
         return set(topo.jobs_behind(entity))
 
-    suspects = hardware_suspect_gpus(store, inv, span, config.counters)
+    suspects = hardware_suspect_gpus(store, span, config.counters)
     facts = read_counters(store, config.counters, span)
     findings, _ = counter_findings(inv, facts, suspects, jobs_of, config.findings)
     graph = fabric_graph(inv)

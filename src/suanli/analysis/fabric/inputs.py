@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -185,7 +185,7 @@ def read_latency(store: Store, nodes: tuple[str, ...], span: tuple[float, float]
     return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
 
 
-def hardware_suspect_gpus(store: Store, inv: Inventory, span: tuple[float, float],
+def hardware_suspect_gpus(store: Store, span: tuple[float, float],
                           cfg: CounterConfig | None = None) -> set[str]:
     """GPUs with their own hardware evidence (PCIe AER or replays, thermal throttling, Xid / AER
     log events): their slowness and their NIC's retransmits belong to the health analysis."""
@@ -201,23 +201,13 @@ def hardware_suspect_gpus(store: Store, inv: Inventory, span: tuple[float, float
         if s.key.entity_id and len(v) and np.any(v & 0x68):    # SW/HW thermal, HW slowdown
             out.add(s.key.entity_id)
     for ev in store.events(kinds=("xid", "aer"), start=span[0], end=span[1]):
-        gpu = _event_gpu(inv, ev.entity_kind, ev.entity_id, ev.attrs)
+        gpu = ev.entity_id if ev.entity_kind == "gpu" and ev.entity_id else None     # as ingest resolved it
         if gpu is not None and ev.kind == "xid":
             out.add(gpu)
         elif gpu is not None:
             pcie[gpu] = pcie.get(gpu, 0.0) + max(ev.count, 1)
     out.update(g for g, n in pcie.items() if n >= cfg.min_pcie_errors)
     return out
-
-
-def _event_gpu(inv: Inventory, kind: str | None, entity: str | None, attrs: dict[str, Any]) -> str | None:
-    if kind == "gpu" and entity:
-        return entity
-    if kind == "node" and entity in inv.nodes:
-        bus = str(attrs.get("pci_bus_id", "")).lower()[-7:]
-        return next((g.id for g in inv.nodes[entity].gpus
-                     if bus and g.pci_bus_id and g.pci_bus_id.lower()[-7:] == bus), None)
-    return None
 
 
 def nic_gpu(inv: Inventory, nic: str) -> str | None:

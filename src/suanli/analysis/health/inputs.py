@@ -1,8 +1,9 @@
 """Reading one GPU's hardware signals out of the store: DCGM series, PCIe AER counters, Xid and AER
 events, each attached to its GPU. The only module of the health analysis that talks to the store.
 
-Series and events ingest could not attach to a GPU are matched here by host + GPU index or PCI
-bus id (issue 11 moves that matching into ingest's one resolver; then this falls away).
+Series are attached by the GPU ingest resolved for them. An Xid or AER event ingest left on its
+node is matched here by a GPU's PCI address in its message (a root port's AER report can name
+the device below it; ingest keeps such a report on the node).
 """
 
 from __future__ import annotations
@@ -36,16 +37,9 @@ class InventoryLike(Protocol):
     def jobs(self) -> Mapping[str, Job]: ...
 
 
-def _gpu_of_key(key: SeriesKey, inventory: InventoryLike, by_pci: Mapping[tuple[str, str], str]) -> str | None:
-    if key.entity_kind == "gpu" and key.entity_id:
-        return key.entity_id
-    node = key.label("Hostname") or key.label("node") or (key.entity_id if key.entity_kind == "node" else None)
-    idx = key.label("gpu")
-    if node and idx is not None and idx.isdigit() and f"{node}/gpu{idx}" in inventory.gpus:
-        return f"{node}/gpu{idx}"
-    pci = key.label("pci_bus_id")
-    m = _PCI.search(pci or "")
-    return by_pci.get((node or "", m.group(1).lower())) if m else None
+def _gpu_of_key(key: SeriesKey) -> str | None:
+    """The GPU ingest resolved the series to, if any."""
+    return key.entity_id if key.entity_kind == "gpu" and key.entity_id else None
 
 
 def _merge(pairs: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]) -> hd.Pair:
@@ -67,7 +61,7 @@ def collect(store: Store, inventory: InventoryLike, window: Window) -> dict[str,
     raw: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
     for metric in (*_GPU_METRICS, hw.CLOCKS_EVENT, hw.PCIE_AER):
         for s in store.series(metric, start=start, end=end):
-            gid = _gpu_of_key(s.key, inventory, by_pci)
+            gid = _gpu_of_key(s.key)
             if gid is None or gid not in data:
                 continue
             sub = hw.THROTTLE if metric == hw.CLOCKS_EVENT else metric
@@ -83,7 +77,7 @@ def collect(store: Store, inventory: InventoryLike, window: Window) -> dict[str,
     per_code: dict[str, list[hw.HwEvent]] = {}
     for metric in (hw.XID_COUNT, hw.XID_ACTIVE):
         for s in store.series(metric, start=start, end=end):
-            gid = _gpu_of_key(s.key, inventory, by_pci)
+            gid = _gpu_of_key(s.key)
             if gid in data:
                 per_code.setdefault(gid, []).extend(hw.dcgm_xid_events(metric, s.key.label, gid, s.ts, s.values))
     for d in data.values():         # the kernel's Xid lines are the fuller record; else dcgm-exporter's

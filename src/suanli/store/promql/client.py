@@ -21,29 +21,18 @@ from typing import Any
 import httpx
 
 from suanli.errors import InputError
+from suanli.store.http import HttpEndpoint
 from suanli.store.promql.metric_map import MetricMap
 
 __all__ = ["PromClient", "PromConfig", "QueryStats", "TooManySamples", "ms_text"]
 
 
 @dataclass(frozen=True)
-class PromConfig:
-    """Where the TSDB is, how to log in, and the limits queries are split to."""
+class PromConfig(HttpEndpoint):
+    """Where the TSDB is, how to log in, and the limits queries are split to. ``url`` is the base URL
+    (``http://127.0.0.1:9090``, VictoriaMetrics ``http://vm:8428``, a Mimir or Thanos query frontend
+    ``http://mimir/prometheus``); ``/api/v1/...`` is appended."""
 
-    url: str
-    """Base URL (``http://127.0.0.1:9090``, VictoriaMetrics ``http://vm:8428``, a Mimir or Thanos
-    query frontend ``http://mimir/prometheus``); ``/api/v1/...`` is appended."""
-    username: str | None = None
-    """Basic-auth user (with ``password``)."""
-    password: str | None = None
-    bearer_token: str | None = None
-    """Sent as ``Authorization: Bearer ...`` (exclusive with basic auth)."""
-    headers: tuple[tuple[str, str], ...] = ()
-    """Extra request headers, e.g. ``(("X-Scope-OrgID", "tenant-a"),)`` for Mimir."""
-    timeout_s: float = 30.0
-    """Per request (connect, read and write each)."""
-    verify_tls: bool | str = True
-    """False, or the path of a CA bundle."""
     retries: int = 2
     """Retries of a request that failed transiently (5xx, connection reset)."""
     max_samples: int = 5_000_000
@@ -117,12 +106,7 @@ class PromClient:
         self.config = config
         self.base = config.url.rstrip("/")
         self.stats = QueryStats()
-        headers = dict(config.headers)
-        if config.bearer_token:
-            headers["Authorization"] = f"Bearer {config.bearer_token}"
-        auth = (config.username, config.password or "") if config.username else None
-        self._http = httpx.Client(timeout=config.timeout_s, headers=headers, auth=auth,
-                                  verify=config.verify_tls, transport=transport)
+        self._http = config.http_client(transport=transport)
         self._flavor = config.flavor
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from suanli.inventory import Inventory
+from suanli.inventory.model import gpu_id
 from suanli.store.remote_write.sender import SeriesSamples
 
 __all__ = ["diagnosis_series", "info_series"]
@@ -39,7 +40,7 @@ def info_series(inv: Inventory, t: float) -> list[SeriesSamples]:
         switch, _, port = (c.switch_port or "").partition("/")
         out.append(_one("suanli_nic_info", {"nic": c.id, "node": c.node, "device": c.name, "mac": c.mac,
                                             "switch_port": c.switch_port, "switch": switch, "port": port,
-                                            "gpu_id": f"{c.node}/gpu{c.gpu}" if c.gpu is not None else None,
+                                            "gpu_id": gpu_id(c.node, c.gpu) if c.gpu is not None else None,
                                             "cluster": inv.cluster}, t))
     out.extend(_ports(inv, t))
     return out

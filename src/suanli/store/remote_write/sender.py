@@ -28,6 +28,7 @@ import cramjam
 import httpx
 
 from suanli.errors import InputError
+from suanli.store.http import HttpEndpoint
 from suanli.store.remote_write.prompb import remote_pb2
 
 __all__ = ["RemoteWriteConfig", "RemoteWriter", "WriteStats", "encode_request"]
@@ -43,16 +44,10 @@ HEADERS = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf
 
 
 @dataclass(frozen=True)
-class RemoteWriteConfig:
-    url: str
-    """The receiver's endpoint, e.g. ``http://127.0.0.1:9090/api/v1/write``."""
-    username: str | None = None
-    password: str | None = None
-    bearer_token: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    """Extra headers (``X-Scope-OrgID`` for a Mimir tenant)."""
-    timeout_s: float = 30.0
-    verify_tls: bool | str = True
+class RemoteWriteConfig(HttpEndpoint):
+    """Where to send and how; ``url`` is the receiver's endpoint, e.g.
+    ``http://127.0.0.1:9090/api/v1/write``."""
+
     max_buffer_samples: int = 100_000
     """Samples kept waiting at most; beyond it the oldest are dropped (``WriteStats.dropped``)."""
     max_samples_per_request: int = 2_000
@@ -118,12 +113,7 @@ class RemoteWriter:
         self.stats = WriteStats()
         self._buffer: deque[tuple[Labels, int, float]] = deque()
         self._sleep = sleep
-        headers = {**HEADERS, **dict(config.headers)}
-        if config.bearer_token:
-            headers["Authorization"] = f"Bearer {config.bearer_token}"
-        auth = (config.username, config.password or "") if config.username else None
-        self._http = httpx.Client(timeout=config.timeout_s, headers=headers, auth=auth, verify=config.verify_tls,
-                                  transport=transport)
+        self._http = config.http_client(HEADERS, transport=transport)
 
     def add(self, metric: str, labels: Mapping[str, str], samples: Sequence[tuple[float, float]]) -> None:
         """Buffer samples (timestamps in seconds) of one series."""
