@@ -102,7 +102,7 @@ def browser() -> Iterator[Any]:
 def _open(browser: Any, html: str) -> tuple[Any, list[str], list[str]]:
     ctx = browser.new_context()
     page = ctx.new_page()
-    page.set_default_timeout(180_000)                  # a 4.5 MB page on a loaded CI machine
+    page.set_default_timeout(180_000)                  # a 1.6 MB page on a loaded CI machine
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))

@@ -1,5 +1,5 @@
 """``suanli diagnose --heatmap FILE``: the one-way latency matrix as a self-contained HTML page
-(Plotly with its JavaScript inlined: no CDN, air-gapped clusters have no internet) or a PNG: a
+(Plotly with its JavaScript inlined, the vendored cartesian bundle: no CDN, air-gapped clusters have no internet) or a PNG: a
 screenshot of that same page in sandboxed headless Chromium (:mod:`.chromium`), so the PNG has
 the HTML's axis labels, title, colour bar and outlined pairs.
 
@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from suanli.errors import InputError
 from suanli.report.chromium import render_with_chromium
+from suanli.report.plotly_bundle import plotly_js
 
 if TYPE_CHECKING:
     from suanli.analysis.fabric import Heatmap
@@ -81,9 +82,10 @@ def _html(h: Heatmap, still: bool = False) -> str:
     import plotly.io as pio
 
     data, layout = figure(h)
-    page = str(pio.to_html(go.Figure(data=data, layout=layout), include_plotlyjs=True, full_html=True,
+    page = str(pio.to_html(go.Figure(data=data, layout=layout), include_plotlyjs=False, full_html=True,
                            config={"displayModeBar": not still}))
-    return page.replace("<head>", "<head><style>body { margin: 0; overflow: hidden; }</style>", 1)
+    head = f"<head><style>body {{ margin: 0; overflow: hidden; }}</style><script>{plotly_js()}</script>"
+    return page.replace("<head>", head, 1)
 
 
 def _png(h: Heatmap, path: Path) -> None:

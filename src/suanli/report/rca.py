@@ -25,6 +25,7 @@ import numpy as np
 from suanli.pipeline.rca import SLA_METRIC, Line, RcaData
 from suanli.report.chromium import render_with_chromium
 from suanli.report.heatmap import figure, has_probes
+from suanli.report.plotly_bundle import plotly_js
 from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, step_at, time_axis, y_axis
 from suanli.timefmt import to_rfc3339
 
@@ -215,11 +216,9 @@ def content_security_policy(page: str) -> str:
 
 
 def render_rca(d: RcaData) -> str:
-    """The report as one HTML document (Plotly.js inlined). Every value from telemetry is escaped
+    """The report as one HTML document (the cartesian plotly.js bundle inlined). Every value from telemetry is escaped
     (HTML text, inline JSON, Plotly's HTML-like labels) and a Content-Security-Policy lets only the
     report's own scripts run."""
-    from plotly.offline import get_plotlyjs
-
     start, end = d.window
     body = (f"<h1>Root-cause report: {html.escape(d.job)}</h1><p>cluster {html.escape(d.cluster)}, "
             f"window {to_rfc3339(start)} .. {to_rfc3339(end)}</p>{_kpis(d)}"
@@ -227,7 +226,7 @@ def render_rca(d: RcaData) -> str:
             f"<h2>2. Framework: where each rank's time went</h2>{_framework(d)}"
             f"<h2>3. Hardware: the suspect's own signals</h2>{_hardware(d)}{_latency_heatmap(d)}"
             f"<h2>4. Conclusion</h2>{_conclusion(d)}")
-    scripts = f"<script>{get_plotlyjs()}</script>"
+    scripts = f"<script>{plotly_js()}</script>"
     csp = html.escape(content_security_policy(scripts + body))
     return (f"<!doctype html><html><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"

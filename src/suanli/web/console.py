@@ -1,5 +1,5 @@
 """The console: server-rendered page shells (Jinja2, autoescaped) that read the JSON API from the
-browser and draw with Plotly.js, served from the installed ``plotly`` package (no CDN, no build).
+browser and draw with Plotly.js, the bundle vendored in ``suanli/report/assets`` (no CDN, no build).
 
 Pages: ``/console`` (overview: effective compute, $ per effective PFLOP, lost cost, open incidents,
 mean time to detect), ``/console/incidents`` and ``/console/incidents/{id}``, ``/console/ledger``,
@@ -13,15 +13,14 @@ Content-Security-Policy (scripts from this origin only) and put request text onl
 from __future__ import annotations
 
 from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import plotly
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from suanli.analysis.categories import POLICIES
+from suanli.report.plotly_bundle import plotly_js_path
 
 if TYPE_CHECKING:
     from suanli.web.service import Service
@@ -33,7 +32,6 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
 """Plotly sets inline styles on its SVG (hence ``'unsafe-inline'`` for styles only)."""
 
 _STATIC = {"console.js": "text/javascript", "console.css": "text/css"}
-_PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 _PAGES = {"": ("overview", "Overview"), "incidents": ("incidents", "Incidents"),
           "ledger": ("ledger", "Efficiency ledger"), "health": ("health", "GPU health")}
 
@@ -57,7 +55,7 @@ def console_router(svc: Service) -> APIRouter:
 
     @router.get("/static/plotly.min.js")
     def plotly_js() -> FileResponse:
-        return FileResponse(_PLOTLY_JS, media_type="text/javascript")
+        return FileResponse(plotly_js_path(), media_type="text/javascript")
 
     @router.get("/static/{name}")
     def static_file(name: str) -> HTMLResponse:
