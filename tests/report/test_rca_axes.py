@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from suanli.cli.diagnose import open_diagnosis
-from suanli.pipeline.rca import rca_data, sla_threshold
+from suanli.pipeline.rca import Line, normal_band, rca_data, sla_threshold
 from suanli.report.rca import render_rca
-from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, step_at, y_axis
+from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, steady_range, time_axis, y_axis
 from suanli.rules.language import load_rules
 from tests.conftest import shared_path
 
@@ -45,14 +45,30 @@ def test_fault_marks_are_vertical_lines_at_start_and_detection() -> None:
     assert fault_marks(None, None) == {"shapes": [], "annotations": []}
 
 
-def test_step_at_maps_a_clock_time_onto_the_step_axis() -> None:
-    steps, begun = np.array([10, 11, 12]), np.array([100.0, 110.0, 125.0])
-    assert step_at(steps, begun, 99.0) is None            # before the first step
-    assert step_at(steps, begun, 110.0) == 11.0           # step 11 began at 110 s
-    assert step_at(steps, begun, 124.9) == 11.0
-    assert step_at(steps, begun, 500.0) == 12.0
-    m = fault_marks(11.0, None, on_clock=False)
-    assert [s["x0"] for s in m["shapes"]] == [11.0]
+def test_normal_band_is_the_spread_before_the_fault() -> None:
+    ts = np.arange(10.0)
+    line = Line("x", ts, np.arange(10.0))              # 0, 1, .., 9; the fault at t=5
+    assert normal_band((line,), 5.0) == pytest.approx((0.2, 3.8))   # 5th/95th pct of 0..4
+    assert normal_band((line,), 4.0) is None           # 4 samples before: too few for a band
+    gappy = Line("y", ts, np.where(ts % 2 == 0, np.nan, ts))        # NaNs are not samples
+    assert normal_band((line, gappy), 5.0) == pytest.approx(tuple(np.percentile([0, 1, 2, 3, 4, 1, 3], [5, 95])))
+
+
+def test_noise_is_not_magnified() -> None:
+    # 65.0..65.4 °C: the span is widened to 10 % of the level (6.54), around the middle, plus 5 % pad
+    lo, hi = steady_range([np.array([65.0, 65.4, 65.2])], (65.05, 65.35), rate=False)
+    assert (lo, hi) == pytest.approx((65.2 - 3.27 - 0.327, 65.2 + 3.27 + 0.327))
+    # a rate starts at 0 (no pad below 0) and keeps its real spread: 0..10 with 5 % above
+    assert steady_range([np.array([0.0, 2.0, 10.0])], (0.0, 1.0), rate=True) == pytest.approx([0.0, 10.5])
+    assert steady_range([np.array([5.0, 5.1])], None, rate=True) == pytest.approx([0.0, 5.1 + 0.255])
+    # the band widens the range when the data stay inside a narrower strip
+    assert steady_range([np.array([100.0])], (90.0, 110.0), rate=False) == pytest.approx([89.0, 111.0])
+    assert steady_range([np.array([np.nan])], None, rate=False) is None
+
+
+def test_time_axis_is_fixed_to_the_window() -> None:
+    ax = time_axis((1773769501.0, 1773770401.0))
+    assert ax["range"] == ["2026-03-17T17:45:01", "2026-03-17T18:00:01"] and ax["title"] == "time (UTC)"
 
 
 def test_sla_threshold_is_the_rule_packs() -> None:
@@ -87,12 +103,19 @@ def test_riser_report_time_plots(riser_page: str) -> None:
     assert "business" in timed and len(timed) >= 4
     for div, (_, layout) in timed.items():
         assert layout["xaxis"]["title"]["text"] == "time (UTC)", div
-        assert [a["text"] for a in layout["annotations"]] == ["fault start", "detected"], div
+        assert [a["text"] for a in layout["annotations"]][-2:] == ["fault start", "detected"], div
         assert "DCGM" not in layout["yaxis"]["title"]["text"] and "(" in layout["yaxis"]["title"]["text"], div
-    for div in ("phases", "ranks"):               # the step plots carry the same marks, on steps
+    # the framework plots share the hardware's clock axis, fixed to the window, so they line up
+    ranges = {div: plots[div][1]["xaxis"]["range"] for div in (*timed, "phases", "ranks")}
+    assert len({tuple(r) for r in ranges.values()}) == 1, ranges
+    for div in ("phases", "ranks"):
         marks = plots[div][1]["annotations"]
         assert [a["text"] for a in marks] == ["fault start", "detected"], div
-        assert all(isinstance(a["x"], float) for a in marks)
+        assert all(re.fullmatch(r"2026-03-17T\d\d:\d\d:\d\d", a["x"]) for a in marks)
+        assert plots[div][1]["legend"]["orientation"] == "h" or div == "ranks"
+    # the riser's temperature has a normal band drawn under it, from its samples before the fault
+    temp = next(v for k, v in timed.items() if "temperature" in v[1]["title"]["text"])
+    assert any(s["type"] == "rect" for s in temp[1]["shapes"])
     data, layout = plots["business"]
     assert any(t["name"] == "SLA threshold 30 s" and t["y"] == [30, 30] for t in data)
     # the riser scenario injects no ECC errors: the SBE counter never moves

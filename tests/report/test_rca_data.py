@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from suanli.cli.diagnose import open_diagnosis
 from suanli.pipeline.rca import rca_data
 from suanli.report.heatmap import figure
@@ -31,3 +33,25 @@ def test_the_riser_report_shows_the_suspect_and_the_same_heatmap() -> None:
     html = render_rca(data)
     assert script_json(plot_text(figure(data.heatmap)[0])) in html   # the --heatmap figure, cell for cell
     assert "worst in window" not in html
+
+
+def test_the_port_report_plots_the_symptom_on_the_nic_behind_it() -> None:
+    # switch_port_errors: leaf-02/p16 corrupts frames; the NIC cabled to it (node-008/mlx5_3) retransmits
+    folder = shared_path("scenarios", "switch_port_errors")
+    job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
+    diag, store, inv = open_diagnosis(folder, None, None, None, None)
+    try:
+        data = rca_data(diag, store, inv, job, None)
+    finally:
+        store.close()
+    assert data.suspect is not None and data.suspect.root_id == "leaf-02/p16"
+    own = [p for p in data.hardware if not p.symptom]
+    assert {p.metric for p in own} == {"suanli_switch_port_crc_errors_total", "suanli_port_pre_fec_ber"}
+    (sym,) = [p for p in data.hardware if p.symptom]
+    assert (sym.metric, sym.entity, sym.per_second) == ("suanli_rdma_retransmits_total",
+                                                         "symptom on node-008/mlx5_3", True)
+    assert inv.nics["node-008/mlx5_3"].switch_port == "leaf-02/p16"
+    (line,) = sym.lines
+    after = line.values[(line.ts >= data.suspect.start) & np.isfinite(line.values)]
+    assert sym.band is not None and after.max() > 100 * max(sym.band[1], 1e-3)
+    assert "symptom on node-008/mlx5_3: RDMA retransmits" in render_rca(data)

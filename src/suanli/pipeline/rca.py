@@ -4,7 +4,7 @@ the job. The store is read here, once; ``report.rca`` only renders this object."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +18,7 @@ from suanli.pipeline.model import Diagnosis
 from suanli.rules.language import RuleSet, load_rules
 from suanli.store.api import Store
 
-__all__ = ["PHASES", "Line", "Panel", "PhaseTimeline", "RcaData", "rca_data", "sla_threshold"]
+__all__ = ["PHASES", "Line", "Panel", "PhaseTimeline", "RcaData", "normal_band", "rca_data", "sla_threshold"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -36,6 +36,16 @@ COUNTERS = frozenset({"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "suanli_pcie_aer_errors
                       "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "suanli_switch_port_crc_errors_total",
                       "suanli_rdma_retransmits_total", "node_infiniband_link_downed_total"})
 """Counters are shown as per-second rates."""
+SYMPTOM_METRICS: dict[str, tuple[str, ...]] = {
+    "nic": ("suanli_rdma_retransmits_total",),
+    "gpu": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER",),
+    "switch_port": ("suanli_switch_port_crc_errors_total",),
+}
+"""Where a fault shows on another part (the retransmits on the NICs behind a port): the signal
+the incident's own alerts name on that part, one panel per metric, one line per part."""
+MAX_SYMPTOM_PARTS = 8
+BAND_PCT = (5.0, 95.0)
+"""The normal band: these percentiles of the panel's samples before the fault began."""
 
 
 @dataclass(frozen=True)
@@ -47,11 +57,16 @@ class Line:
 
 @dataclass(frozen=True)
 class Panel:
-    """One metric of the suspect (a rate for counters)."""
+    """One metric of the suspect, or of the parts where its fault shows (a rate for counters)."""
 
     metric: str
     per_second: bool
     lines: tuple[Line, ...]
+    entity: str = ""
+    """Whose signal this is: the suspect's id, or "symptom on N parts" for a symptom panel."""
+    symptom: bool = False
+    band: tuple[float, float] | None = None
+    """The normal band (:data:`BAND_PCT` of the samples before the fault); None: too few samples."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +112,7 @@ def rca_data(diag: Diagnosis, store: Store, inventory: Inventory, job: str, sla_
     ledger = diag.results.ledger
     jobs = sorted({j for inc in incidents for j in inc.impact.jobs if j in inventory.jobs})
     return RcaData(job, inventory.cluster, win, sla, _sla_lines(store, sla, win), phases, note, incidents, suspect,
-                   _hardware(store, suspect, win), diag.results.fabric.heatmap if diag.results.fabric else None,
+                   _hardware(store, inventory, suspect, win), diag.results.fabric.heatmap if diag.results.fabric else None,
                    next((j for j in ledger.jobs if j.job_id == job), None) if ledger else None,
                    {j: inventory.jobs[j].sla_id for j in jobs}, sla_threshold(load_rules(None)))
 
@@ -143,16 +158,42 @@ def _phases(store: Store, job: str, win: Window) -> tuple[PhaseTimeline | None, 
     return PhaseTimeline(uniq.astype(np.int64), medians, ranks.astype(np.int64), z, begun), ""
 
 
-def _hardware(store: Store, inc: Incident | None, win: Window) -> tuple[Panel, ...]:
+def _hardware(store: Store, inventory: Inventory, inc: Incident | None, win: Window) -> tuple[Panel, ...]:
     if inc is None:
         return ()
-    panels = []
-    for metric in HW_METRICS.get(inc.root_kind, ()):
-        counter = metric in COUNTERS
-        read = store.rate if counter else store.series
-        series = read(metric, entity_ids=[inc.root_id], start=win.start, end=win.end)
-        if series:
-            lines = tuple(Line("/".join(f"{k}={v}" for k, v in s.key.labels if k in ("severity", "port", "nic"))
-                               or metric, s.ts, s.values) for s in series)
-            panels.append(Panel(metric, counter, lines))
+    panels = [p for metric in HW_METRICS.get(inc.root_kind, ())
+              if (p := _panel(store, metric, [inc.root_id], inc.root_id, inc.start, win))]
+    parts: dict[str, list[str]] = {}
+    for eid in sorted({s.entity_id for s in inc.signals} | inc.symptom_ids):
+        kind = inventory.kind_of(eid)
+        if eid != inc.root_id and kind in SYMPTOM_METRICS:
+            parts.setdefault(kind, []).append(eid)
+    for kind, ids in parts.items():
+        for metric in SYMPTOM_METRICS[kind]:
+            where = ids[0] if len(ids) == 1 else f"{len(ids)} {kind.replace('_', ' ')}s"
+            p = _panel(store, metric, ids[:MAX_SYMPTOM_PARTS], f"symptom on {where}", inc.start, win)
+            if p:
+                panels.append(replace(p, symptom=True))
     return tuple(panels)
+
+
+def _panel(store: Store, metric: str, ids: list[str], entity: str, fault_s: float, win: Window) -> Panel | None:
+    counter = metric in COUNTERS
+    read = store.rate if counter else store.series
+    series = read(metric, entity_ids=ids, start=win.start, end=win.end)
+    if not series:
+        return None
+    many = len({s.key.entity_id for s in series}) > 1
+    lines = tuple(Line("/".join([*([s.key.entity_id or ""] if many else []),
+                                 *(f"{k}={v}" for k, v in s.key.labels if k in ("severity", "port", "nic"))])
+                       or metric, s.ts, s.values) for s in series)
+    return Panel(metric, counter, lines, entity, band=normal_band(lines, fault_s))
+
+
+def normal_band(lines: tuple[Line, ...], fault_s: float) -> tuple[float, float] | None:
+    """The 5th..95th percentile of every finite sample before ``fault_s`` (at least 5 of them)."""
+    before = np.concatenate([ln.values[(ln.ts < fault_s) & np.isfinite(ln.values)] for ln in lines])
+    if before.size < 5:
+        return None
+    lo, hi = np.percentile(before, BAND_PCT)
+    return float(lo), float(hi)

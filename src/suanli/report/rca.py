@@ -26,7 +26,15 @@ from suanli.pipeline.rca import SLA_METRIC, Line, RcaData
 from suanli.report.chromium import render_with_chromium
 from suanli.report.heatmap import figure, has_probes
 from suanli.report.plotly_bundle import plotly_js
-from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, step_at, time_axis, y_axis
+from suanli.report.rca_axes import (
+    axis_of,
+    band_shape,
+    fault_marks,
+    is_all_zero,
+    steady_range,
+    time_axis,
+    y_axis,
+)
 from suanli.timefmt import to_rfc3339
 
 __all__ = ["content_security_policy", "html_to_pdf", "plot_text", "render_rca", "script_json", "write_rca"]
@@ -93,11 +101,17 @@ def _marks(d: RcaData) -> dict[str, Any]:
     return fault_marks(inc.start if inc else None, inc.detected_at if inc else None)
 
 
+_LEGEND = {"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0}
+"""Legends under the plot, so every time plot has the same width and their clocks line up."""
+
+
 def _time_fig(div: str, data: list[dict[str, Any]], layout: dict[str, Any], d: RcaData) -> str:
     """A plot over time: x in UTC, the fault's start and detection marked, any extra shapes kept."""
     marks = _marks(d)
-    return _fig(div, data, {**layout, "xaxis": time_axis(), "shapes": layout.get("shapes", []) + marks["shapes"],
-                            "annotations": marks["annotations"]})
+    start, end = d.window
+    return _fig(div, data, {**layout, "xaxis": time_axis((start, end)), "legend": _LEGEND,
+                            "shapes": layout.get("shapes", []) + marks["shapes"],
+                            "annotations": layout.get("annotations", []) + marks["annotations"]})
 
 
 def _business(d: RcaData) -> str:
@@ -121,19 +135,20 @@ def _framework(d: RcaData) -> str:
     p = d.phases
     if p is None:
         return f"<p>{html.escape(d.phases_note)}</p>"
-    steps = p.steps.tolist()
-    traces = [{"type": "bar", "name": phase, "x": steps, "y": med} for phase, med in p.phase_median_s.items()]
-    inc = d.suspect
-    marks = fault_marks(step_at(p.steps, p.step_start_s, inc.start if inc else None),
-                        step_at(p.steps, p.step_start_s, inc.detected_at if inc else None), on_clock=False)
-    stacked = _fig("phases", traces, {"barmode": "stack", "title": "median phase time per step",
-                                      "xaxis": {"title": "step", "tickformat": "d"},
-                                      "yaxis": {"title": "phase time (s)"}, **marks})
-    heat = _fig("ranks", [{"type": "heatmap", "x": steps, "y": [f"rank{int(r)}" for r in p.ranks],
-                           "z": [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in p.rank_step_s],
-                           "colorscale": "Viridis", "colorbar": {"title": "step time (s)"}}],
-                 {"title": "step time per rank", "height": max(300, 12 * len(p.ranks) + 120),
-                  "xaxis": {"title": "step", "tickformat": "d"}, **marks})
+    when, steps = _iso(p.step_start_s), p.steps.tolist()
+    hover = "step %{customdata}<br>%{x}<br>%{y:.3f} s<extra>%{fullData.name}</extra>"
+    traces = [{"type": "bar", "name": phase, "x": when, "y": med, "customdata": steps, "hovertemplate": hover}
+              for phase, med in p.phase_median_s.items()]
+    stacked = _time_fig("phases", traces, {"barmode": "stack", "title": "median phase time per step (bars at "
+                                           "each step's start)", "yaxis": {"title": "phase time (s)"}}, d)
+    heat = _time_fig("ranks", [{"type": "heatmap", "x": when, "y": [f"rank{int(r)}" for r in p.ranks],
+                                "z": [[None if np.isnan(v) else round(float(v), 4) for v in row]
+                                      for row in p.rank_step_s],
+                                "customdata": [steps] * len(p.ranks), "colorscale": "Viridis",
+                                "hovertemplate": "%{y} step %{customdata}<br>%{x}<br>%{z:.3f} s<extra></extra>",
+                                "colorbar": {"title": {"text": "step time (s)", "side": "right"}, "orientation": "h",
+                                             "y": -0.35, "yanchor": "top", "thickness": 12}}],
+                     {"title": "step time per rank", "height": max(320, 12 * len(p.ranks) + 160)}, d)
     return stacked + heat
 
 
@@ -144,16 +159,31 @@ def _hardware(d: RcaData) -> str:
     parts = []
     for i, panel in enumerate(d.hardware):
         ax = axis_of(panel.metric, panel.per_second)
+        who = html.escape(panel.entity or inc.root_id)
         if is_all_zero([ln.values for ln in panel.lines]):
-            parts.append(f"<p class='zero'>{html.escape(inc.root_id)}: {html.escape(ax.title)}: 0 in window</p>")
+            parts.append(f"<p class='zero'>{who}: {html.escape(ax.title)}: 0 in window</p>")
             continue
         lines = tuple(Line(ln.name, ln.ts, ln.values * ax.scale) for ln in panel.lines)
         data = _lines(lines)
+        yaxis = y_axis(ax)
+        shapes, notes = [], []
         if ax.log:      # a log axis cannot show 0: a clean link's samples are gaps, not -inf
             for tr in data:
                 tr["y"] = [y if y is not None and y > 0 else None for y in tr["y"]]
-        parts.append(_time_fig(f"hw{i}", data, {"title": f"{inc.root_id}: {ax.title}", "height": 280,
-                                                "yaxis": y_axis(ax)}, d))
+        else:
+            band = (panel.band[0] * ax.scale, panel.band[1] * ax.scale) if panel.band else None
+            yaxis["range"] = steady_range([ln.values for ln in lines], band, panel.per_second)
+        if panel.band is not None and not (ax.log and panel.band[0] <= 0):
+            shapes.append(band_shape(panel.band, ax.scale))
+            top = panel.band[1] * ax.scale     # Plotly places annotations on a log axis by exponent
+            notes.append({"xref": "paper", "x": 1, "xanchor": "right", "yref": "y",
+                          "y": float(np.log10(top)) if ax.log else top,
+                          "yanchor": "bottom", "text": "normal band (before the fault, 5th-95th pct)"
+                          if panel.band[1] > panel.band[0] else f"normal: {panel.band[0] * ax.scale:g} before the fault",
+                          "showarrow": False, "font": {"color": "#27ae60", "size": 10}})
+        parts.append(_time_fig(f"hw{i}", data, {"title": f"{panel.entity or inc.root_id}: {ax.title}",
+                                                "height": 300, "yaxis": yaxis, "shapes": shapes,
+                                                "annotations": notes}, d))
     return "".join(parts) or f"<p>No metric series of {html.escape(inc.root_id)} in the window.</p>"
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Axis", "axis_of", "fault_marks", "is_all_zero", "step_at", "time_axis", "y_axis"]
+__all__ = ["MIN_SPAN", "Axis", "axis_of", "band_shape", "fault_marks", "is_all_zero", "steady_range", "time_axis",
+           "y_axis"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,44 @@ def y_axis(ax: Axis) -> dict[str, Any]:
     return out
 
 
-def time_axis() -> dict[str, Any]:
-    return {"title": "time (UTC)", "type": "date"}
+def time_axis(window: tuple[float, float] | None = None) -> dict[str, Any]:
+    """The clock axis every time plot shares; with ``window``, fixed to it so the plots line up."""
+    out: dict[str, Any] = {"title": "time (UTC)", "type": "date"}
+    if window is not None:
+        out["range"] = [_iso(window[0]), _iso(window[1])]
+    return out
+
+
+MIN_SPAN = 0.1
+"""A linear axis spans at least this share of its level: 65.0..65.4 °C is drawn as the flat line it
+is, not stretched over the whole plot."""
+
+
+def steady_range(values: list[np.ndarray], band: tuple[float, float] | None, rate: bool) -> list[float] | None:
+    """The y range of a linear plot: the data and its normal band, from 0 for a rate, and never
+    narrower than :data:`MIN_SPAN` of the level, so noise is not magnified. None: no data."""
+    real = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.empty(0)
+    if real.size == 0:
+        return None
+    lo, hi = float(real.min()), float(real.max())
+    if band is not None:
+        lo, hi = min(lo, band[0]), max(hi, band[1])
+    if rate:
+        lo = min(lo, 0.0)
+    level = max(abs(lo), abs(hi))
+    span = max(hi - lo, MIN_SPAN * level, 1e-12)
+    mid = (lo + hi) / 2
+    lo, hi = (mid - span / 2, mid + span / 2) if hi - lo < span else (lo, hi)
+    if rate and lo < 0 <= float(real.min()):
+        lo, hi = 0.0, span
+    pad = 0.05 * span
+    return [lo - (pad if lo != 0 else 0.0), hi + pad]
+
+
+def band_shape(band: tuple[float, float], scale: float) -> dict[str, Any]:
+    """The normal band as a shaded strip across the plot, under the lines."""
+    return {"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": band[0] * scale,
+            "y1": band[1] * scale, "fillcolor": "rgba(39, 174, 96, 0.12)", "line": {"width": 0}, "layer": "below"}
 
 
 def _iso(t: float) -> str:
@@ -67,23 +104,15 @@ def _iso(t: float) -> str:
     return str(np.datetime_as_string(np.datetime64(int(t * 1000), "ms"), unit="s"))
 
 
-def step_at(steps: np.ndarray, step_start_s: np.ndarray, t: float | None) -> float | None:
-    """The step running at clock time ``t`` (the last one begun by then); None before the first."""
-    if t is None or not np.isfinite(t):
-        return None
-    i = int(np.searchsorted(step_start_s, t, side="right")) - 1
-    return float(steps[i]) if i >= 0 else None
-
-
-def fault_marks(start: float | None, detected: float | None, on_clock: bool = True) -> dict[str, Any]:
+def fault_marks(start: float | None, detected: float | None) -> dict[str, Any]:
     """Layout shapes and labels: a red line at the fault's start, an orange one at its detection
-    (clock times in seconds, or ``on_clock=False``: positions on another axis such as steps)."""
+    (clock times in seconds)."""
     shapes, notes = [], []
     for ts, label, colour, side in ((start, "fault start", "#c0392b", "right"),
                                     (detected, "detected", "#e67e22", "left")):
         if ts is None or not np.isfinite(ts):
             continue
-        x: str | float = _iso(ts) if on_clock else ts
+        x = _iso(ts)
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                        "line": {"color": colour, "width": 2, "dash": "dash"}, "name": label})
         notes.append({"x": x, "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "text": label,
