@@ -35,6 +35,7 @@ from suanli.ingest.openmetrics_file import read_openmetrics
 from suanli.ingest.otlp import OtlpConfig, read_otlp
 from suanli.ingest.plan import UNKNOWN_KIND, FileKind, LoadPlan, fingerprint, plan_paths
 from suanli.ingest.records import IngestReport, SeriesKey
+from suanli.ingest.resolve import series_key
 from suanli.ingest.sink import EventBatch, SampleBatch, Sink, SpanBatch, Transaction, batched
 from suanli.inventory import Inventory, Resolver, parse_inventory
 
@@ -67,10 +68,12 @@ def load_paths(paths: Sequence[Path], sink: Sink, progress: Progress | None = No
     plan = plan_paths(paths)
     inventory, text = _inventory(plan, sink)
     resolver = inventory.resolver if inventory is not None else None
+    total = IngestReport()
+    if plan.inventory is not None and resolver is not None:
+        _re_resolve(sink, resolver, total)
     if plan.logs:                       # boot times for raw dmesg, the zone of local-time stamps
         cfg = replace(cfg, logs=for_ingest(cfg.logs, plan.metrics, resolver,
                                                   inventory.timezone if inventory else None))
-    total = IngestReport()
     files = plan.files()
     for i, (kind, path) in enumerate(files):
         if progress is not None:
@@ -93,6 +96,14 @@ def skipped_files(store: HasReports) -> list[str]:
     link loop), for a verb to warn about."""
     return [r for _, rep in store.reports() for r in rep.reasons
             if r.endswith(", skipped") and not r.endswith("already loaded, skipped")]
+
+
+def _re_resolve(sink: Sink, resolver: Resolver, total: IngestReport) -> None:
+    """Series kept unresolved by earlier loads take their entity from the inventory just put, so
+    fixing the inventory fixes what is stored (``suanli check`` stops naming them)."""
+    n = sink.re_resolve(lambda key: series_key(key.metric, dict(key.labels), resolver))
+    if n:
+        total.add("series_re_resolved", n)
 
 
 class HasReports(Protocol):

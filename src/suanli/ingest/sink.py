@@ -189,6 +189,10 @@ class Sink(Protocol):
     def put_inventory(self, text: str, source: str) -> None:
         """Keep the inventory the data is resolved against (replacing an earlier one)."""
 
+    def re_resolve(self, rekey: Callable[[SeriesKey], SeriesKey]) -> int:
+        """Apply ``rekey`` to every series kept unresolved; keep the ones that now resolve
+        (after a new inventory). Returns how many now resolve."""
+
     def file_loaded(self, fingerprint: str) -> bool:
         """Whether a file with this fingerprint (``suanli.ingest.plan.fingerprint``) was committed."""
 

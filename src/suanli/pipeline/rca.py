@@ -166,11 +166,11 @@ def _hardware(store: Store, inventory: Inventory, inc: Incident | None, win: Win
     parts: dict[str, list[str]] = {}
     for eid in sorted({s.entity_id for s in inc.signals} | inc.symptom_ids):
         kind = inventory.kind_of(eid)
-        if eid != inc.root_id and kind in SYMPTOM_METRICS:
+        if eid != inc.root_id and kind is not None and kind in SYMPTOM_METRICS:
             parts.setdefault(kind, []).append(eid)
-    for kind, ids in parts.items():
-        for metric in SYMPTOM_METRICS[kind]:
-            where = ids[0] if len(ids) == 1 else f"{len(ids)} {kind.replace('_', ' ')}s"
+    for part, ids in parts.items():
+        for metric in SYMPTOM_METRICS[part]:
+            where = ids[0] if len(ids) == 1 else f"{len(ids)} {part.replace('_', ' ')}s"
             p = _panel(store, metric, ids[:MAX_SYMPTOM_PARTS], f"symptom on {where}", inc.start, win)
             if p:
                 panels.append(replace(p, symptom=True))

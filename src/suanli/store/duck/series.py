@@ -70,6 +70,19 @@ class SeriesIds:
         finally:
             con.unregister("_new_series")
 
+    def rekey(self, con: duckdb.DuckDBPyConnection, changes: Mapping[int, SeriesKey]) -> None:
+        """Give existing ids new keys (their entity, after a new inventory; inside the caller's
+        transaction). Then :meth:`apply_rekey` once it committed."""
+        for sid, key in changes.items():
+            con.execute("UPDATE series SET entity_kind = ?, entity_id = ?, peer_id = ? WHERE id = ?",
+                        [key.entity_kind, key.entity_id, key.peer_id, sid]).fetchall()
+
+    def apply_rekey(self, changes: Mapping[int, SeriesKey]) -> None:
+        self.keys_by_id.update(changes)
+        self.primary.clear()
+        for sid, key in self.keys_by_id.items():        # first id of each key, as load() orders them
+            self.primary.setdefault(key, sid)
+
     def apply(self, staged: dict[int, SeriesKey]) -> None:
         """Take the staged ids after their transaction committed."""
         for sid, key in staged.items():

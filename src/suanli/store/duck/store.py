@@ -14,7 +14,7 @@ are reloaded into memory on open: one row per series, not per sample). Schema:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,21 @@ class DuckStore(DuckReads):
             self.con.execute("INSERT INTO meta VALUES ('inventory', ?), ('inventory_source', ?)",
                              [text, source]).fetchall()
             txn.commit()
+
+    def re_resolve(self, rekey: Callable[[SeriesKey], SeriesKey]) -> int:
+        """Resolve again the series that resolved to no entity (``rekey``: against the inventory
+        just put); the ones that now resolve take their entity, in one transaction, and merge on
+        read with the same series loaded resolved. Returns how many now resolve."""
+        with self.lock:
+            self.flush()
+            changes = {sid: new for sid, key in self.keys_by_id.items()
+                       if key.entity_id is None and (new := rekey(key)).entity_id is not None}
+            if changes:
+                with self.transaction("re-resolve against the new inventory") as txn:
+                    self.ids.rekey(self.con, changes)
+                    txn.commit()
+                self.ids.apply_rekey(changes)
+            return len(changes)
 
     def file_loaded(self, fingerprint: str) -> bool:
         """Whether a file with this fingerprint (``ingest.plan.fingerprint``) was committed."""
