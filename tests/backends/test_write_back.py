@@ -71,7 +71,7 @@ def test_derived_and_info_series_land(kind: str, fresh: dict[str, Server]) -> No
     first_node = inv["racks"][0]["nodes"][0]["id"]
     assert row["metric"]["gpu_id"] == f"{first_node}/gpu{gpus[0]['index']}" and row["metric"]["Hostname"] == first_node
     for job in doc["efficiency"]["jobs"]:
-        (mfu,) = _query(server, f'suanli_job_mfu{{job="{job["id"]}"}}', t)
+        (mfu,) = _query(server, f'suanli_job_mfu_ratio{{job_id="{job["id"]}"}}', t)
         assert float(mfu["value"][1]) == pytest.approx(job["mfu"], rel=1e-9)
     (inc,) = doc["incidents"]
     (saving,) = _query(server, f'suanli_incident_expected_saving{{incident="{inc["id"]}"}}', t)

@@ -197,7 +197,7 @@ def write_back(url: str, diag: Diagnosis, inventory: Inventory) -> str:
     from suanli.store.remote_write import RemoteWriteConfig, RemoteWriter, diagnosis_series, info_series
 
     t = diag.window.end
-    series = [*diagnosis_series(diagnosis_json(diag), t), *info_series(inventory, t)]
+    series = [*diagnosis_series(diagnosis_json(diag), t, inventory), *info_series(inventory, t)]
     writer = RemoteWriter(RemoteWriteConfig(url))
     try:
         stats = writer.write(series)

@@ -2,12 +2,13 @@
 
 Written with prometheus_client from the last analysis step (nothing is computed on a scrape):
 
-* per job (label ``job_id``; ``job`` is the scraper's): ``suanli_job_mfu_ratio``,
-  ``suanli_job_goodput_ratio``, ``suanli_job_time_split_ratio{phase}``,
-  ``suanli_job_cost_per_effective_pflop_dollars``, ``suanli_job_lost_cost_dollars{cause}``;
-* per GPU: ``suanli_gpu_health_score`` and ``suanli_gpu_dbe_probability{horizon_days}``, with
-  dcgm-exporter's own labels (``gpu``, ``UUID``, ``Hostname``) and the canonical id ``gpu_id``;
-* ``suanli_incidents_open{category}``;
+* the derived series of the last step's diagnosis, in the one vocabulary that remote write uses
+  too (``store.remote_write.derived.DERIVED``): per job (label ``job_id``; ``job`` is the
+  scraper's) MFU, goodput, time split, cost per effective PFLOP and lost cost; per GPU its health
+  score and failure probability, with dcgm-exporter's own labels (``gpu``, ``UUID``,
+  ``Hostname``) and the canonical id ``gpu_id``; per incident whether it is open, its cost and
+  the chosen action's saving;
+* ``suanli_incidents_open{category}`` (the tracker's open incidents, every category);
 * suanli itself: ``suanli_scrape_target_up{target}``, ``suanli_ingested_records_total{kind}``,
   ``suanli_receiver_queue_pending{receiver}``, ``suanli_receiver_refused_total{receiver,reason}``,
   ``suanli_analysis_steps_total``, ``suanli_analysis_step_errors_total``,
@@ -27,11 +28,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from suanli.analysis.categories import POLICIES
+from suanli.inventory import Inventory
+from suanli.store.remote_write.derived import DERIVED, diagnosis_series
 
 if TYPE_CHECKING:
     from suanli.web.service import Service
 
-__all__ = ["SuanliCollector", "metrics_router"]
+__all__ = ["SuanliCollector", "derived_metrics", "metrics_router"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -44,17 +47,16 @@ def _gauge(name: str, doc: str, labels: list[str], rows: list[tuple[list[str], f
     return fam
 
 
-def _job_metrics(jobs: list[dict[str, Any]]) -> Iterator[Metric]:
-    yield _gauge("suanli_job_mfu_ratio", "Model FLOPs utilisation of the job over the window (0..1).",
-                 ["job_id"], [([j["id"]], j.get("mfu")) for j in jobs])
-    yield _gauge("suanli_job_goodput_ratio", "Goodput: useful share of the job's GPU time (0..1).",
-                 ["job_id"], [([j["id"]], j.get("goodput")) for j in jobs])
-    yield _gauge("suanli_job_time_split_ratio", "Share of the job's time per phase (0..1).", ["job_id", "phase"],
-                 [([j["id"], k], v) for j in jobs for k, v in (j.get("time_split") or {}).items()])
-    yield _gauge("suanli_job_cost_per_effective_pflop_dollars", "Dollars per effective PFLOP of the job.",
-                 ["job_id"], [([j["id"]], j.get("cost_per_effective_pflop")) for j in jobs])
-    yield _gauge("suanli_job_lost_cost_dollars", "Dollars of the job's GPU time lost, by cause.", ["job_id", "cause"],
-                 [([j["id"], k], v) for j in jobs for k, v in (j.get("lost_cost") or {}).items()])
+def derived_metrics(doc: dict[str, Any], inventory: Inventory) -> Iterator[Metric]:
+    """The diagnosis's derived series as gauge families (no timestamps: the scrape's time)."""
+    families: dict[str, Metric] = {}
+    for name, labels, points in diagnosis_series(doc, 0.0, inventory):
+        fam = families.get(name)
+        if fam is None:
+            fam = families[name] = Metric(name, DERIVED.get(name, name), "gauge")
+        for _, value in points:
+            fam.add_sample(name, dict(labels), value)
+    yield from families.values()
 
 
 class SuanliCollector(Collector):
@@ -64,25 +66,9 @@ class SuanliCollector(Collector):
         self.svc = svc
 
     def collect(self) -> Iterator[Metric]:
-        diag = self.svc.stepper.stats.diagnosis
-        yield from _job_metrics(diag.get("efficiency", {}).get("jobs", []))
-        yield from self._gpu_metrics(diag.get("predictions", []))
+        yield from derived_metrics(self.svc.stepper.stats.diagnosis, self.svc.inventory)
         yield self._open_incidents()
         yield from self._own()
-
-    def _gpu_metrics(self, preds: list[dict[str, Any]]) -> Iterator[Metric]:
-        gpus = self.svc.inventory.gpus
-        labels = ["gpu_id", "gpu", "UUID", "Hostname"]
-
-        def ids(gid: str) -> list[str]:
-            g = gpus.get(gid)
-            return [gid, "" if g is None else str(g.index), (g.uuid or "") if g else "", g.node if g else ""]
-
-        yield _gauge("suanli_gpu_health_score", "Health score of the GPU (1 healthy .. 0).", labels,
-                     [(ids(p["id"]), p.get("health_score")) for p in preds])
-        yield _gauge("suanli_gpu_dbe_probability", "Probability of a double-bit ECC error within the horizon.",
-                     [*labels, "horizon_days"],
-                     [([*ids(p["id"]), str(p.get("horizon_days"))], p.get("probability")) for p in preds])
 
     def _open_incidents(self) -> Metric:
         counts = Counter(k.incident.category for k in self.svc.stepper.incidents("open"))

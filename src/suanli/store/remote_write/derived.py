@@ -20,7 +20,24 @@ from suanli.inventory import Inventory
 from suanli.inventory.model import gpu_id
 from suanli.store.remote_write.sender import SeriesSamples
 
-__all__ = ["diagnosis_series", "info_series"]
+__all__ = ["DERIVED", "diagnosis_series", "info_series"]
+
+DERIVED: dict[str, str] = {
+    "suanli_job_mfu_ratio": "Model FLOPs utilisation of the job over the window (0..1).",
+    "suanli_job_goodput_ratio": "Goodput: productive share of the job's time (0..1).",
+    "suanli_job_cost_per_effective_pflop": "Cost per effective PFLOP of the job, in its currency.",
+    "suanli_job_time_split_ratio": "Share of the job's time per phase (0..1).",
+    "suanli_job_lost_cost": "Cost of the job's GPU time lost in the window, by cause, in its currency.",
+    "suanli_gpu_health_score": "Health score of the GPU (1 healthy .. 0).",
+    "suanli_gpu_failure_probability": "Probability of the event (a double-bit ECC error) within the horizon.",
+    "suanli_incident_open": "1 while the incident is open, 0 once it ended.",
+    "suanli_incident_lost_gpu_seconds": "GPU time the incident cost the jobs it touches, in GPU-seconds "
+                                        "(Prometheus' base unit; the JSON's lost_gpu_hours x 3600).",
+    "suanli_incident_lost_cost": "What the incident cost, in its currency.",
+    "suanli_incident_expected_saving": "What the chosen action saves against staying, over the horizon.",
+    "suanli_expected_saving": "What the chosen actions save in all, over the horizon.",
+}
+"""Every derived series suanli writes (remote write) or exposes (``serve``'s ``/metrics``), with its help."""
 
 
 def _one(metric: str, labels: Mapping[str, str | None], t: float, value: float = 1.0) -> SeriesSamples:
@@ -64,22 +81,32 @@ def _finite(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _jobs(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
+def _jobs(doc: Mapping[str, Any], t: float, currency: str) -> Iterable[SeriesSamples]:
     for job in doc.get("efficiency", {}).get("jobs", []):
-        jid = {"job": str(job["id"])}
-        for key in ("mfu", "goodput", "cost_per_effective_pflop"):
+        jid = {"job_id": str(job["id"])}      # not ``job``: a scrape's own label
+        for metric, key in (("suanli_job_mfu_ratio", "mfu"), ("suanli_job_goodput_ratio", "goodput")):
             if _finite(job.get(key)):
-                yield _one(f"suanli_job_{key}", jid, t, float(job[key]))
-        for part, share in (job.get("time_split") or {}).items():
+                yield _one(metric, jid, t, float(job[key]))
+        if _finite(job.get("cost_per_effective_pflop")):
+            yield _one("suanli_job_cost_per_effective_pflop", {**jid, "currency": currency}, t,
+                       float(job["cost_per_effective_pflop"]))
+        for phase, share in (job.get("time_split") or {}).items():
             if _finite(share):
-                yield _one("suanli_job_time_split", {**jid, "part": str(part)}, t, float(share))
+                yield _one("suanli_job_time_split_ratio", {**jid, "phase": str(phase)}, t, float(share))
+        for cause, cost in (job.get("lost_cost") or {}).items():
+            if _finite(cost):
+                yield _one("suanli_job_lost_cost", {**jid, "cause": str(cause), "currency": currency}, t, float(cost))
 
 
-def _gpus(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
+def _gpus(doc: Mapping[str, Any], t: float, inv: Inventory | None) -> Iterable[SeriesSamples]:
     for p in doc.get("predictions", []):
         if p.get("kind") != "gpu":
             continue
-        labels = {"gpu_id": str(p["id"]), "node": str(p["id"]).split("/", 1)[0]}
+        gid = str(p["id"])
+        g = inv.gpus.get(gid) if inv is not None else None
+        labels = {"gpu_id": gid, "node": gid.split("/", 1)[0]}
+        if g is not None:                      # dcgm-exporter's own labels, to join without info series
+            labels |= {"Hostname": g.node, "gpu": str(g.index), "UUID": g.uuid or ""}
         if _finite(p.get("health_score")):
             yield _one("suanli_gpu_health_score", labels, t, float(p["health_score"]))
         if _finite(p.get("probability")):
@@ -88,15 +115,14 @@ def _gpus(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
                        t, float(p["probability"]))
 
 
-def _incidents(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
-    currency = str(doc.get("economics", {}).get("currency", "USD"))
+def _incidents(doc: Mapping[str, Any], t: float, currency: str) -> Iterable[SeriesSamples]:
     for inc in doc.get("incidents", []):
         labels = {"incident": str(inc["id"]), "category": str(inc["category"]),
                   "root_kind": str(inc["root_cause"]["kind"]), "root_id": str(inc["root_cause"]["id"])}
         yield _one("suanli_incident_open", labels, t, 1.0 if inc.get("end") is None else 0.0)
         impact = inc.get("impact") or {}
         if _finite(impact.get("lost_gpu_hours")):
-            yield _one("suanli_incident_lost_gpu_hours", labels, t, float(impact["lost_gpu_hours"]))
+            yield _one("suanli_incident_lost_gpu_seconds", labels, t, 3600.0 * float(impact["lost_gpu_hours"]))
         if _finite(impact.get("lost_cost")):
             yield _one("suanli_incident_lost_cost", {**labels, "currency": currency}, t, float(impact["lost_cost"]))
         dec = inc.get("decision") or {}
@@ -107,12 +133,14 @@ def _incidents(doc: Mapping[str, Any], t: float) -> Iterable[SeriesSamples]:
                        t, float(dec["saving"]))
 
 
-def diagnosis_series(doc: Mapping[str, Any], t: float) -> list[SeriesSamples]:
-    """The ledger per job (MFU, goodput, time split, cost per effective PFLOP), health per GPU, and
-    per incident whether it is open, what it cost and what the chosen action saves, at ``t``."""
-    out = [*_jobs(doc, t), *_gpus(doc, t), *_incidents(doc, t)]
+def diagnosis_series(doc: Mapping[str, Any], t: float, inventory: Inventory | None = None) -> list[SeriesSamples]:
+    """The ledger per job (MFU, goodput, time split, cost per effective PFLOP, lost cost by cause),
+    health per GPU (with dcgm-exporter's labels where ``inventory`` knows the GPU), and per incident
+    whether it is open, what it cost and what the chosen action saves, at ``t``. The one vocabulary
+    of :data:`DERIVED`, for remote write and for ``serve``'s ``/metrics`` alike."""
     econ = doc.get("economics") or {}
+    currency = str(econ.get("currency", "USD"))
+    out = [*_jobs(doc, t, currency), *_gpus(doc, t, inventory), *_incidents(doc, t, currency)]
     if _finite(econ.get("saving")):
-        out.append(_one("suanli_expected_saving", {"currency": str(econ.get("currency", "USD"))}, t,
-                        float(econ["saving"])))
+        out.append(_one("suanli_expected_saving", {"currency": currency}, t, float(econ["saving"])))
     return out

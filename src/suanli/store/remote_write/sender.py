@@ -105,7 +105,7 @@ def encode_request(batch: Iterable[tuple[Labels, int, float]]) -> bytes:
 
 
 class RemoteWriter:
-    """``w = RemoteWriter(RemoteWriteConfig(url)); w.add("suanli_job_mfu", {"job": "a"}, [(t, 0.41)]); w.flush()``."""
+    """``w = RemoteWriter(RemoteWriteConfig(url)); w.add("suanli_job_mfu_ratio", {"job_id": "a"}, [(t, 0.41)]); w.flush()``."""
 
     def __init__(self, config: RemoteWriteConfig, *, transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
