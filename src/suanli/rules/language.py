@@ -24,6 +24,7 @@ from suanli.rules.action_config import (
 from suanli.rules.conditions import Condition, parse_condition, parse_duration
 from suanli.rules.matchers import InhibitRule, parse_matcher
 from suanli.rules.names import SCOPES
+from suanli.yaml_nodes import NodeReader, compose
 
 __all__ = ["ACTIONS", "ActionSpec", "ActionsConfig", "ExecutorSpec", "Rule", "RuleSet", "load_rules",
            "parse_rules"]
@@ -68,23 +69,11 @@ class RuleSet:
     source: str = ""
 
 
-class _Ctx:
-    def __init__(self, file: str) -> None:
-        self.file = file
-
-    def err(self, node: yaml.Node | None, what: str) -> InputError:
-        line = node.start_mark.line + 1 if node is not None else None
-        return InputError(what, file=self.file, line=line)
-
+class _Ctx(NodeReader):
     def mapping(self, node: yaml.Node, what: str) -> dict[str, yaml.Node]:
         if not isinstance(node, yaml.MappingNode):
             raise self.err(node, f"{what}: expected a mapping")
         return {str(k.value): v for k, v in node.value}
-
-    def seq(self, node: yaml.Node, what: str) -> list[yaml.Node]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.err(node, f"{what}: expected a list")
-        return list(node.value)
 
     def value(self, node: yaml.Node) -> Any:
         try:
@@ -206,12 +195,7 @@ def parse_rules(text: str, source: str = "rules.yaml", event_window_s: float = 3
                 sudden_factor: float = 10.0) -> RuleSet:
     """Parse rule-file text; InputError (file:line: what) on anything wrong."""
     ctx = _Ctx(source)
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        raise InputError(f"YAML syntax error: {e.problem or e.context}", file=source,
-                         line=mark.line + 1 if mark else None) from None
+    root = compose(text, source)
     if root is None:
         raise InputError("empty rule file (expected a mapping with 'rules:')", file=source)
     top = ctx.mapping(root, "rule file")

@@ -30,6 +30,7 @@ from suanli.web.settings import (
     ReceiverSettings,
     ServeConfig,
 )
+from suanli.yaml_nodes import NodeReader, compose
 
 __all__ = ["SCHEMA", "bind_warning", "documented_keys", "load_serve_config", "merge_listen", "parse_listen",
            "parse_serve_config", "parse_size"]
@@ -99,12 +100,10 @@ def bind_warning(listen: Listen) -> str | None:
             "auth.open_reads is false, and every change needs the token")
 
 
-class _Ctx:
+class _Ctx(NodeReader):
     def __init__(self, file: str, base: Path) -> None:
-        self.file, self.base = file, base
-
-    def err(self, node: yaml.Node, what: str) -> InputError:
-        return InputError(what, file=self.file, line=node.start_mark.line + 1)
+        super().__init__(file)
+        self.base = base
 
     def mapping(self, node: yaml.Node, section: str) -> dict[str, yaml.Node]:
         if not isinstance(node, yaml.MappingNode):
@@ -118,11 +117,6 @@ class _Ctx:
                 raise self.err(knode, f"{where}unknown key {key!r}; valid keys: {', '.join(valid)}")
             out[key] = vnode
         return out
-
-    def seq(self, node: yaml.Node, what: str) -> list[yaml.Node]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.err(node, f"{what}: expected a list")
-        return list(node.value)
 
     def text(self, node: yaml.Node, what: str) -> str:
         if not isinstance(node, yaml.ScalarNode) or node.value == "":
@@ -307,12 +301,7 @@ def _unique_targets(ctx: _Ctx, targets: list[ScrapeTarget]) -> None:
 def parse_serve_config(text: str, source: str = "serve.yaml", base: Path | None = None) -> ServeConfig:
     """Parse config text; InputError (file:line: what) on anything wrong. Relative paths join ``base``."""
     ctx = _Ctx(source, base if base is not None else Path(source).parent)
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        raise InputError(f"YAML syntax error: {e.problem or e.context}", file=source,
-                         line=mark.line + 1 if mark else None) from None
+    root = compose(text, source)
     if root is None:
         return ServeConfig(source=source)
     m = ctx.mapping(root, "")
