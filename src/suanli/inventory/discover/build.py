@@ -20,6 +20,7 @@ import yaml
 from suanli.inventory.discover.exporters import NodeSeen
 from suanli.inventory.discover.schedulers import JobSeen
 from suanli.inventory.gpus import BUILTIN_GPU_MODELS, lookup_model
+from suanli.inventory.model import gpu_id
 
 __all__ = ["Discovery", "build_inventory"]
 
@@ -44,7 +45,7 @@ def _merge_gpus(node_id: str, node: dict[str, Any], seen: NodeSeen, unknown: lis
     for idx, gpu in sorted(seen.gpus.items()):
         entry = by_index.setdefault(idx, {"index": idx})
         if entry.get("uuid") and gpu.uuid and entry["uuid"] != gpu.uuid:
-            unknown.append(f"{node_id}/gpu{idx}: UUID changed from {entry['uuid']} to {gpu.uuid} (replaced?)")
+            unknown.append(f"{gpu_id(node_id, idx)}: UUID changed from {entry['uuid']} to {gpu.uuid} (replaced?)")
         for key, value in (("uuid", gpu.uuid), ("pci_bus_id", gpu.pci_bus_id), ("model", gpu.model)):
             if value:
                 entry[key] = value
@@ -85,7 +86,7 @@ def _merge_jobs(doc: dict[str, Any], jobs: Iterable[JobSeen], unknown: list[str]
     for job in jobs:
         entry = by_id.setdefault(job.id, {"id": job.id})
         if job.gpus:
-            entry["ranks"] = [{"rank": i, "gpu": f"{node}/gpu{idx}", **({"pod": pod} if pod else {})}
+            entry["ranks"] = [{"rank": i, "gpu": gpu_id(node, idx), **({"pod": pod} if pod else {})}
                               for i, (node, idx, pod) in enumerate(job.gpus)]
             unknown.append(f"{job.id}: ranks numbered by position ({job.source}); the job's spans override them")
         elif job.nodes:
