@@ -3,17 +3,14 @@ self-contained at a third of the 4.9 MB it weighed with the full bundle inlined.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
-from suanli.cli.diagnose import open_diagnosis
-from suanli.pipeline.rca import rca_data
 from suanli.report.plotly_bundle import PLOTLY_JS_VERSION, plotly_js, plotly_js_path
 from suanli.report.rca import render_rca
-from tests.conftest import shared_path
+from tests.report.rca_cases import scenario_rca
 
 _TRACES = re.compile(r'moduleType:"trace",name:"(\w+)"')
 
@@ -33,13 +30,7 @@ def test_bundle_has_every_trace_type_suanli_draws() -> None:
 
 @pytest.mark.slow
 def test_rca_report_carries_one_partial_copy() -> None:
-    folder = shared_path("scenarios", "pcie_riser")
-    diag, store, inv = open_diagnosis(folder, None, None, None, None)
-    try:
-        job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
-        page = render_rca(rca_data(diag, store, inv, job, None))
-    finally:
-        store.close()
+    page = render_rca(scenario_rca("pcie_riser")[0])
     assert page.count("plotly.js (cartesian - minified)") == 1
     assert "plotly.js v" not in page                   # the full bundle's banner
     rest = len(page.encode()) - plotly_js_path().stat().st_size

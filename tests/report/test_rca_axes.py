@@ -12,12 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suanli.cli.diagnose import open_diagnosis
-from suanli.pipeline.rca import Line, normal_band, rca_data, sla_threshold
+from suanli.pipeline.rca import Line, normal_band, sla_threshold
 from suanli.report.rca import render_rca
 from suanli.report.rca_axes import axis_of, fault_marks, is_all_zero, steady_range, time_axis, y_axis
 from suanli.rules.language import load_rules
-from tests.conftest import shared_path
+from tests.report.rca_cases import scenario_rca
 
 
 def test_axes_name_the_quantity_and_its_unit() -> None:
@@ -78,13 +77,7 @@ def test_sla_threshold_is_the_rule_packs() -> None:
 
 @pytest.fixture(scope="module")
 def riser_page() -> str:
-    folder = shared_path("scenarios", "pcie_riser")
-    job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
-    diag, store, inv = open_diagnosis(folder, None, None, None, None)
-    try:
-        return render_rca(rca_data(diag, store, inv, job, None))
-    finally:
-        store.close()
+    return render_rca(scenario_rca("pcie_riser")[0])
 
 
 def _plots(page: str) -> dict[str, tuple[list[Any], dict[str, Any]]]:

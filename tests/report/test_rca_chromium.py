@@ -3,17 +3,15 @@ page logs no console error. The screenshot is kept in tests/artifacts/ for a per
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from suanli.cli.diagnose import open_diagnosis
-from suanli.pipeline.rca import rca_data
 from suanli.report.rca import write_rca
-from tests.conftest import need_tool, shared_path
+from tests.conftest import need_tool
+from tests.report.rca_cases import scenario_rca
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -29,13 +27,7 @@ FAULTY = ("pcie_riser", "switch_port_errors", "collective_hang", "storage_slow")
 
 
 def _write_report(scenario: str, out: Path) -> Path:
-    folder = shared_path("scenarios", scenario)
-    diag, store, inv = open_diagnosis(folder, None, None, None, None)
-    try:
-        job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
-        return write_rca(out / f"rca-{scenario}.html", rca_data(diag, store, inv, job, None))
-    finally:
-        store.close()
+    return write_rca(out / f"rca-{scenario}.html", scenario_rca(scenario)[0])
 
 
 @pytest.fixture(scope="module", params=FAULTY)

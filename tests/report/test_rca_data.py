@@ -3,25 +3,15 @@ latency heatmap is the very figure ``diagnose --heatmap`` draws (latency / basel
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-from suanli.cli.diagnose import open_diagnosis
-from suanli.pipeline.rca import rca_data
 from suanli.report.heatmap import figure
 from suanli.report.rca import plot_text, render_rca, script_json
-from tests.conftest import shared_path
+from tests.report.rca_cases import scenario_rca
 
 
 def test_the_riser_report_shows_the_suspect_and_the_same_heatmap() -> None:
-    folder = shared_path("scenarios", "pcie_riser")
-    job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
-    diag, store, inv = open_diagnosis(folder, None, None, None, None)
-    try:
-        data = rca_data(diag, store, inv, job, None)
-    finally:
-        store.close()
+    data, diag, _ = scenario_rca("pcie_riser")
     # the scenario's fault: one GPU hot, with PCIe AER errors and replays
     assert data.suspect is not None and (data.suspect.category, data.suspect.root_id) == ("pcie_riser", "node-002/gpu5")
     panels = {p.metric: p.per_second for p in data.hardware}
@@ -37,13 +27,7 @@ def test_the_riser_report_shows_the_suspect_and_the_same_heatmap() -> None:
 
 def test_the_port_report_plots_the_symptom_on_the_nic_behind_it() -> None:
     # switch_port_errors: leaf-02/p16 corrupts frames; the NIC cabled to it (node-008/mlx5_3) retransmits
-    folder = shared_path("scenarios", "switch_port_errors")
-    job = json.loads((folder / "truth.json").read_text())["faults"][0]["jobs"][0]
-    diag, store, inv = open_diagnosis(folder, None, None, None, None)
-    try:
-        data = rca_data(diag, store, inv, job, None)
-    finally:
-        store.close()
+    data, _, inv = scenario_rca("switch_port_errors")
     assert data.suspect is not None and data.suspect.root_id == "leaf-02/p16"
     own = [p for p in data.hardware if not p.symptom]
     assert {p.metric for p in own} == {"suanli_switch_port_crc_errors_total", "suanli_port_pre_fec_ber"}

@@ -83,12 +83,10 @@ def steady_range(values: list[np.ndarray], band: tuple[float, float] | None, rat
         lo, hi = min(lo, band[0]), max(hi, band[1])
     if rate:
         lo = min(lo, 0.0)
-    level = max(abs(lo), abs(hi))
-    span = max(hi - lo, MIN_SPAN * level, 1e-12)
-    mid = (lo + hi) / 2
-    lo, hi = (mid - span / 2, mid + span / 2) if hi - lo < span else (lo, hi)
-    if rate and lo < 0 <= float(real.min()):
-        lo, hi = 0.0, span
+    span = max(hi - lo, MIN_SPAN * max(abs(lo), abs(hi)), 1e-12)
+    if hi - lo < span:                  # widen around the middle; a range from 0 stays from 0
+        mid = (lo + hi) / 2
+        lo, hi = (0.0, span) if lo == 0.0 else (mid - span / 2, mid + span / 2)
     pad = 0.05 * span
     return [lo - (pad if lo != 0 else 0.0), hi + pad]
 

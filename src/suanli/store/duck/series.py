@@ -73,9 +73,20 @@ class SeriesIds:
     def rekey(self, con: duckdb.DuckDBPyConnection, changes: Mapping[int, SeriesKey]) -> None:
         """Give existing ids new keys (their entity, after a new inventory; inside the caller's
         transaction). Then :meth:`apply_rekey` once it committed."""
-        for sid, key in changes.items():
-            con.execute("UPDATE series SET entity_kind = ?, entity_id = ?, peer_id = ? WHERE id = ?",
-                        [key.entity_kind, key.entity_id, key.peer_id, sid]).fetchall()
+        if not changes:
+            return
+        table = pa.table({
+            "id": pa.array(list(changes), pa.uint64()),
+            "entity_kind": pa.array([k.entity_kind for k in changes.values()], pa.string()),
+            "entity_id": pa.array([k.entity_id for k in changes.values()], pa.string()),
+            "peer_id": pa.array([k.peer_id for k in changes.values()], pa.string()),
+        })
+        con.register("_rekeyed", table)
+        try:                            # one statement, not one per series
+            con.execute("UPDATE series SET entity_kind = r.entity_kind, entity_id = r.entity_id, "
+                        "peer_id = r.peer_id FROM _rekeyed r WHERE series.id = r.id").fetchall()
+        finally:
+            con.unregister("_rekeyed")
 
     def apply_rekey(self, changes: Mapping[int, SeriesKey]) -> None:
         self.keys_by_id.update(changes)
