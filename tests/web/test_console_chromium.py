@@ -64,7 +64,8 @@ def test_every_page_renders_without_console_errors(served: Serve, browser: sync_
     inc = served.get("/api/v1/incidents").json()["incidents"][0]
     category = truth()["faults"][0]["category"]
     pages = {"overview": "/console", "incidents": "/console/incidents", "incident": f"/console/incidents/{inc['id']}",
-             "ledger": "/console/ledger", "health": "/console/health", "runbook": f"/console/runbooks/{category}"}
+             "jobs": "/console/jobs", "health": "/console/health", "fabric": "/console/fabric",
+             "rules": "/console/rules", "check": "/console/check", "runbook": f"/console/runbooks/{category}"}
     ARTIFACTS.mkdir(exist_ok=True)
     errors: list[str] = []
     for name, path in pages.items():
@@ -80,6 +81,14 @@ def test_every_page_renders_without_console_errors(served: Serve, browser: sync_
             assert evidence and set(evidence) <= set(inc["evidence"]) | set(after)
         if name == "overview":
             assert page.locator("#card-open").text_content() == "1"
+        if name == "health":       # one server page of the inventory's GPUs, and their count
+            gpus = len(load_inventory(shared_path("scenarios", "pcie_riser", "inventory.yaml")).gpus)
+            page.locator("#gpus tbody tr").first.wait_for(timeout=30_000)
+            assert page.locator("#gpus tbody tr").count() == min(100, gpus)
+            assert page.locator("#gpus-more").text_content() == f"1–{min(100, gpus)} of {gpus}"
+        if name == "check":
+            page.locator("#maturity .card").first.wait_for(timeout=30_000)
+            assert page.locator("#maturity .card").count() == 3
         page.context.close()
     assert errors == []
 

@@ -2,10 +2,14 @@
 browser and draw with Plotly.js, the bundle vendored in ``suanli/report/assets`` (no CDN, no build).
 
 Pages: ``/console`` (overview: effective compute, $ per effective PFLOP, lost cost, open incidents,
-mean time to detect), ``/console/incidents`` and ``/console/incidents/{id}``, ``/console/ledger``,
-``/console/health`` and ``/console/runbooks/{category}`` (what Alertmanager's runbook link opens).
-Tables sort and filter, and show at most 500 rows (the health plot aggregates every GPU). They poll
-the API every 2 s, so an incident that opens appears without a reload. The pages carry a strict
+mean time to detect), ``/console/incidents`` and ``/console/incidents/{id}``, ``/console/jobs``
+(MFU and goodput over time, time split, forecast with its p10-p90 band), ``/console/health`` (GPUs:
+health by rack, the GPU list, overrides), ``/console/fabric`` (latency-ratio heatmap, port errors),
+``/console/rules`` (rule states, alerts, actions and the audit), ``/console/check`` (metadata
+consistency and maturity) and ``/console/runbooks/{category}`` (what Alertmanager's runbook link
+opens). Tables sort and filter; the GPU and port tables are paged by the server (the API's lists,
+:mod:`suanli.web.api_lists`) and the plots aggregate by rack, so pages hold at 10,240 GPUs. They
+poll the API every 2 s, so an incident that opens appears without a reload. The pages carry a strict
 Content-Security-Policy (scripts from this origin only) and put request text only through
 ``textContent``.
 """
@@ -16,7 +20,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, HTTPException
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from suanli.analysis.categories import POLICIES
@@ -33,7 +37,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
 
 _STATIC = {"console.js": "text/javascript", "console.css": "text/css"}
 _PAGES = {"": ("overview", "Overview"), "incidents": ("incidents", "Incidents"),
-          "ledger": ("ledger", "Efficiency ledger"), "health": ("health", "GPU health")}
+          "jobs": ("jobs", "Jobs: the efficiency ledger"), "health": ("health", "GPUs: health and forecasts"),
+          "fabric": ("fabric", "Fabric: latency and port errors"), "rules": ("rules", "Rules and actions"),
+          "check": ("check", "Check: metadata consistency and maturity")}
 
 
 def _env() -> Environment:
@@ -68,6 +74,10 @@ def console_router(svc: Service) -> APIRouter:
         if incident_id not in svc.stepper.kept:
             raise HTTPException(404, "no such incident")
         return page("incident", f"Incident {incident_id}", incident=incident_id)
+
+    @router.get("/ledger")
+    def ledger() -> RedirectResponse:          # the page's name before the console had a jobs page
+        return RedirectResponse("/console/jobs", status_code=308)
 
     @router.get("/runbooks/{category}")
     def runbook(category: str) -> HTMLResponse:

@@ -140,10 +140,11 @@ class Service:
     # -- the app --------------------------------------------------------------------------------
     def build_app(self, routers: list[Any] | None = None) -> FastAPI:
         from suanli.web.api import api_router
+        from suanli.web.api_lists import lists_router
         from suanli.web.console import console_router
         from suanli.web.metrics import metrics_router
 
-        rs = [api_router(self), metrics_router(self), console_router(self), *(routers or [])]
+        rs = [api_router(self), lists_router(self), metrics_router(self), console_router(self), *(routers or [])]
         self.app = create_app(self.cfg.receivers, self.sinks.consumers(), self.auth,
                               resolver=self.inventory.resolver, status=self.status, routers=rs)
         return self.app

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from suanli.pipeline.live import Pipeline, Step
+from suanli.pipeline.model import Diagnosis
 from suanli.report import diagnosis_json
 from suanli.timefmt import to_rfc3339
 from suanli.web.incident_log import IncidentLog, KeptIncident
@@ -50,6 +51,8 @@ class Stepper:
         self.log, self.announce = incident_log, announce
         self.kept: dict[str, KeptIncident] = {k.incident.id: k for k in incident_log.load()}
         self.stats = StepStats()
+        self.last: Diagnosis | None = None
+        """The last step's diagnosis (its fabric heatmap and port values feed the API's fabric lists)."""
         self._lock = threading.Lock()             # the kept incidents (readers wait only for a fold)
         self._stepping = threading.Lock()         # one step at a time
         self.pipeline = pipeline
@@ -78,6 +81,7 @@ class Stepper:
                 self.log.save([k for _, k in changed])
         s = self.stats
         s.steps, s.last_now, s.diagnosis = s.steps + 1, now, doc
+        self.last = step.diagnosis
         s.last_duration_s, s.last_finished_s = time.perf_counter() - t0, time.time()
         if self.announce is not None:
             for what, k in changed:

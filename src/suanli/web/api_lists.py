@@ -1,0 +1,129 @@
+"""The API's lists under ``/api/v1/`` (reads: the token unless ``auth.open_reads``), each one page at
+a time so they hold at 10,240 GPUs (:mod:`suanli.web.views`): ``?offset=&limit=`` (at most 1000),
+``&sort=KEY&desc=true``, ``&q=`` (a substring of any value). Each answers ``{"total", "offset",
+"limit", "rows"}`` besides its own keys.
+
+``jobs`` (the ledger per job, spec/diagnosis.md's ``efficiency.jobs`` rows), ``gpus`` (health score,
+P(DBE), recommendation, node, rack), ``gpus/racks`` (the same aggregated by rack), ``fabric`` (the
+latency-ratio heatmap, by rack above 128 nodes or with ``?by=rack``, and the localisations),
+``fabric/ports`` (each port's and NIC's error signals), ``rules`` (each rule and its alerts'
+states) with ``rules/alerts``, ``actions`` (the actions decided this run, and the audit log's
+records when the rule file names one), ``check`` (``suanli check`` on the store: problems, counts,
+maturity; recomputed at most once per analysis step).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from suanli.rules.audit import read_audit
+from suanli.web.views import (
+    MAX_LIMIT,
+    Page,
+    fabric_view,
+    gpu_rows,
+    paginate,
+    port_rows,
+    rack_summary,
+    rule_rows,
+)
+
+if TYPE_CHECKING:
+    from suanli.web.service import Service
+
+__all__ = ["lists_router"]
+
+
+def _page(offset: int = Query(0, ge=0), limit: int = Query(100, ge=0, le=MAX_LIMIT),
+          sort: str | None = Query(None, max_length=64), desc: bool = False,
+          q: str = Query("", max_length=200)) -> Page:
+    return Page(offset, limit, sort, desc, q)
+
+
+PageArg = Annotated[Page, Depends(_page)]
+
+
+class _CheckCache:
+    """``suanli check`` reads every series: run it once per analysis step, not once per request."""
+
+    def __init__(self, svc: Service) -> None:
+        self.svc, self._lock = svc, threading.Lock()
+        self._at: int | None = None
+        self._doc: dict[str, Any] = {}
+
+    def get(self) -> dict[str, Any]:
+        from suanli.store.check import check
+
+        with self._lock:
+            steps = self.svc.stepper.stats.steps
+            if self._at != steps:
+                rs = self.svc.rules.value
+                rep = check(self.svc.store, self.svc.inventory, rules_loaded=len(rs.rules),
+                            inhibitions=len(rs.inhibit_rules))
+                self._doc = {"ok": rep.ok, "problems": rep.problems, "counts": rep.counts,
+                             "maturity": {k: {"level": lv, "reason": why} for k, (lv, why) in rep.maturity.items()}}
+                self._at = steps
+            return self._doc
+
+
+def lists_router(svc: Service) -> APIRouter:
+    r = APIRouter(prefix="/api/v1", dependencies=[Depends(svc.auth.require_read)], tags=["read"])
+    checks = _CheckCache(svc)
+
+    def doc() -> dict[str, Any]:
+        return svc.stepper.stats.diagnosis
+
+    @r.get("/jobs", summary="The ledger per job: MFU, goodput, time split, cost, forecast")
+    def jobs(page: PageArg) -> dict[str, Any]:
+        return paginate(doc().get("efficiency", {}).get("jobs", []), page)
+
+    @r.get("/gpus", summary="GPUs: health score, P(DBE), recommendation, node and rack")
+    def gpus(page: PageArg) -> dict[str, Any]:
+        return paginate(gpu_rows(doc().get("predictions", []), svc.inventory), page)
+
+    @r.get("/gpus/racks", summary="GPU health aggregated by rack")
+    def racks(page: PageArg, at_risk: float = Query(0.5, ge=0, le=1)) -> dict[str, Any]:
+        return paginate(rack_summary(gpu_rows(doc().get("predictions", []), svc.inventory), at_risk), page)
+
+    @r.get("/fabric", summary="The latency-ratio heatmap and the fabric's localisations")
+    def fabric(by: str = Query("auto", pattern="^(auto|node|rack)$")) -> dict[str, Any]:
+        last = svc.stepper.last
+        return fabric_view(last.results.fabric if last is not None else None, by)
+
+    @r.get("/fabric/ports", summary="Switch ports and NICs with their error signals")
+    def ports(page: PageArg) -> dict[str, Any]:
+        last = svc.stepper.last
+        return paginate(port_rows(last.results.fabric if last is not None else None, svc.inventory), page)
+
+    @r.get("/rules", summary="Each rule and how many of its alerts pend, fire and resolved")
+    def rules(page: PageArg) -> dict[str, Any]:
+        ev = svc.stepper.pipeline.evaluator
+        rs = svc.rules.value
+        return {"source": rs.source, **paginate(rule_rows(rs.rules, ev.alerts() if ev else []), page)}
+
+    @r.get("/rules/alerts", summary="The rule evaluator's alerts (pending, firing, resolved)")
+    def alerts(page: PageArg) -> dict[str, Any]:
+        ev = svc.stepper.pipeline.evaluator
+        return paginate([a.to_json() for a in (ev.alerts() if ev else [])], page)
+
+    @r.get("/actions", summary="Actions decided, and the audit log")
+    def actions(page: PageArg) -> dict[str, Any]:
+        runner = svc.stepper.pipeline.runner
+        decided = [rec for recs in svc.stepper.pipeline.decisions.values() for rec in recs]
+        path = runner.audit.path if runner is not None else None
+        audit, bad = read_audit(path) if path is not None and path.exists() else ([], 0)
+        return {"mode": runner.mode if runner else None, "audit_log": str(path) if path else None,
+                "audit": audit[-page.limit:] if page.limit else [], "audit_unreadable_lines": bad,
+                **paginate(decided, page)}
+
+    @r.get("/check", summary="Metadata consistency and maturity (suanli check)")
+    def check() -> dict[str, Any]:
+        try:
+            return checks.get()
+        except Exception as exc:        # the store is being written: say so, the loop goes on
+            raise HTTPException(503, f"check failed: {type(exc).__name__}: {exc}") from None
+
+    return r
