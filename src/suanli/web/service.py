@@ -33,7 +33,8 @@ from suanli.inventory import Inventory, load_inventory
 from suanli.pipeline import open_db, stored_inventory
 from suanli.pipeline.inputs import Inputs
 from suanli.pipeline.live import Pipeline
-from suanli.rules import RuleSet, load_rules
+from suanli.rules import RuleSet
+from suanli.rules.merge import load_rule_files
 from suanli.web.am_push import AlertPusher
 from suanli.web.app import create_app
 from suanli.web.auth import Auth
@@ -50,9 +51,7 @@ Say = Callable[[str], None]
 
 
 def _rules(cfg: ServeConfig) -> RuleSet:
-    if len(cfg.rules) > 1:
-        raise InputError("rules: one rule file for now (merge them into one)", file=cfg.source or None)
-    return load_rules(Path(cfg.rules[0]) if cfg.rules else None)
+    return load_rule_files([Path(p) for p in cfg.rules])
 
 
 class Service:
