@@ -29,3 +29,15 @@ def test_a_new_fault_elsewhere_is_a_new_incident() -> None:
     changes = tr.update(1010, [_inc(990), _inc(1000, root="node-003/gpu1", cat="gpu_thermal")])
     assert sorted(c for c, _ in changes) == ["opened", "updated"]
     assert len(tr.incidents()) == 2
+
+
+def test_an_onset_placed_earlier_keeps_the_incident_and_its_id() -> None:
+    """A later pass with more data places the onset 15 s earlier (the live twin's gpu_thermal run
+    did: 11:01:31, then 11:01:16): still one incident, under the id it opened with."""
+    tr = IncidentTracker()
+    first = tr.update(1000, [_inc(990)])[0][1]
+    opened_id = first.id
+    what, again = tr.update(1030, [_inc(975)])[0]
+    assert what == "updated" and again.id == opened_id and again.start == 975
+    assert _inc(975).id != opened_id          # what an unpinned incident with that start would be called
+    assert [i.id for i in tr.incidents()] == [opened_id]

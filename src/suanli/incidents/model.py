@@ -83,9 +83,15 @@ class Incident:
     state: str = "open"
     symptom_ids: set[str] = field(default_factory=set)
     """Entities the incident's findings name as where their fault shows."""
+    pinned_id: str | None = None
+    """The id a tracker gave this fault when it first opened (serve): a later pass that places the
+    onset earlier must not make it a new incident."""
 
     @property
     def id(self) -> str:
+        """``pinned_id``, else ``inc-`` and a digest of category, root and start (to the second)."""
+        if self.pinned_id is not None:
+            return self.pinned_id
         digest = hashlib.sha1(f"{self.category}|{self.root_id}|{round(self.start)}".encode()).hexdigest()
         return f"inc-{digest[:6]}"
 

@@ -56,6 +56,7 @@ class IncidentTracker:
                 continue
             cur = item.incident
             what = "reopened" if cur.state == "resolved" else "updated"
+            inc.pinned_id = cur.id          # one fault, one id, even when its onset moves earlier
             inc.start = min(inc.start, cur.start)
             if cur.detected_at is not None:
                 inc.detected_at = cur.detected_at if inc.detected_at is None else min(inc.detected_at, cur.detected_at)

@@ -52,7 +52,7 @@ def _incident(row: Sequence[Any], doc: dict[str, Any]) -> Incident:
     actions = [ActionDecision(a["action"], a["target"], a["status"]) for a in doc.get("actions", [])]
     return Incident(category=row[2], root_kind=row[3], root_id=row[4], confidence=float(row[5]), start=float(row[6]),
                     detected_at=row[7], end=row[8], evidence=list(doc.get("evidence", [])), impact=impact,
-                    actions=actions, state=row[1])
+                    actions=actions, state=row[1], pinned_id=row[0])
 
 
 class IncidentLog:
