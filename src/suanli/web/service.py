@@ -40,6 +40,7 @@ from suanli.web.app import create_app
 from suanli.web.auth import Auth
 from suanli.web.incident_log import IncidentLog, KeptIncident
 from suanli.web.reload import Reloader
+from suanli.web.rw_push import SeriesForwarder
 from suanli.web.settings import ServeConfig
 from suanli.web.sinks import StoreSinks
 from suanli.web.stepper import Stepper
@@ -80,6 +81,7 @@ class Service:
         self.pusher = AlertPusher(cfg.alertmanager, f"http://{cfg.listen}",
                                   hold_s=max(300.0, 4 * cfg.evaluation.interval_s))
         self.stepper = Stepper(self._pipeline(), IncidentLog(self.store), self._announce)
+        self.forwarder = SeriesForwarder(cfg.remote_write)
         resolver = self.inventory.resolver
         self.scraper = Scraper(cfg.scrape, self.sinks.scrape, resolver=resolver) if cfg.scrape else None
         self.tails: list[LogTail] = [open_tail(s, self.sinks.events, resolver=resolver) for s in cfg.logs]
@@ -158,6 +160,7 @@ class Service:
                 "analysis": {"steps": s.steps, "errors": s.errors, "last_error": s.last_error,
                              "last_step_s": s.last_duration_s, "last_now": s.last_now},
                 "alertmanager": dataclasses.asdict(self.pusher.stats),
+                "remote_write": self.forwarder.status(),
                 "reload": {"inventory": self.watch_inventory.last_error if self.watch_inventory else None,
                            "rules": self.rules.last_error}}
 
@@ -179,6 +182,7 @@ class Service:
         changes = self.stepper.step(now)
         resolved = [k for what, k in changes if what == "resolved"]
         self.pusher.push([*self.stepper.incidents("open"), *resolved])
+        self.forwarder.push(self.stepper.stats.diagnosis, now, self.inventory)
         return changes
 
     def _announce(self, what: str, k: KeptIncident) -> None:
@@ -230,4 +234,5 @@ class Service:
         self.close()
 
     def close(self) -> None:
+        self.forwarder.close()
         self.store.close()
