@@ -77,11 +77,12 @@ def test_span_batches_hold_every_span_once_shifted(folder: Path) -> None:
 
 def test_played_into_serve_the_true_incident_opens(folder: Path, tmp_path: Path) -> None:
     fault = json.loads((folder / "truth.json").read_text())["faults"][0]
-    twin = LiveTwin(folder, 8.0, otlp_url="", token=TOKEN)
+    twin = LiveTwin(folder, 8.0, otlp_url="", token=TOKEN, logs_dir=tmp_path / "logs")
+    assert twin.logs is not None
     ports = twin.serve_endpoints()
     doc = {"backend": {"path": str(tmp_path / "live.duckdb")}, "inventory": str(folder / "inventory.yaml"),
            "evaluation": {"interval": "2s", "window": "30m", "clock": "data"},
-           "scrape": twin.scrape_config(ports)}
+           "scrape": twin.scrape_config(ports), "logs": twin.logs.log_config()}
     cfg = parse_serve_config(json.dumps(doc), "twin.yaml", tmp_path)
     said: list[str] = []
     svc = Service(cfg, {"SUANLI_TOKEN": TOKEN}, say=said.append)
@@ -94,6 +95,12 @@ def test_played_into_serve_the_true_incident_opens(folder: Path, tmp_path: Path)
             while not twin.done and time.monotonic() < deadline:
                 time.sleep(0.5)
             assert twin.done and twin.failed == 0
+            # every line of the scenario's logs (each starts with its time) reached serve's tails
+            lines = sum(len(p.read_text().splitlines()) for p in folder.glob("*.log"))
+            deadline = time.monotonic() + 30
+            while sum(t["lines"] for t in svc.status()["logs"]) < lines and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert sum(t["lines"] for t in svc.status()["logs"]) == lines
             svc.step()
             at_root = [k for k in svc.stepper.incidents()
                        if (k.incident.category, k.incident.root_id) == (fault["category"], fault["root_cause"]["id"])]

@@ -158,7 +158,8 @@ def demo_live(console: Console, out_dir: Path, seed: int, speed: float) -> int:
     token = secrets.token_hex(16)
     sock = _bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    twin = LiveTwin(folder, speed, otlp_url=f"http://127.0.0.1:{port}/v1/traces", token=token)
+    twin = LiveTwin(folder, speed, otlp_url=f"http://127.0.0.1:{port}/v1/traces", token=token,
+                    logs_dir=out_dir / "logs")
     cfg = _twin_config(out_dir, folder, db, port, twin)
     svc = Service(cfg, {"SUANLI_TOKEN": token}, say=lambda line: console.print(line, markup=False, highlight=False))
     server = uvicorn.Server(uvicorn.Config(svc.build_app(), log_level="warning", lifespan="on", access_log=False))
@@ -197,7 +198,8 @@ def _twin_config(out_dir: Path, folder: Path, db: Path, port: int, twin: LiveTwi
 
     doc = {"listen": f"127.0.0.1:{port}", "backend": {"path": str(db)}, "inventory": str(folder / "inventory.yaml"),
            "evaluation": {"interval": "5s", "window": "30m", "clock": "data"},
-           "auth": {"open_reads": True}, "scrape": twin.scrape_config(twin.serve_endpoints())}
+           "auth": {"open_reads": True}, "scrape": twin.scrape_config(twin.serve_endpoints()),
+           "logs": twin.logs.log_config() if twin.logs is not None else []}
     path = out_dir / "serve.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return parse_serve_config(path.read_text(), str(path), out_dir)

@@ -7,7 +7,9 @@ scenario (``dcgm/node-001`` for the GPU series of a node, by their ``Hostname``;
 for node-exporter's, by their ``instance``; ``fabric`` for the rest: switches, latency probes,
 storage), each exposing the latest sample of every series at the simulated time, timestamped
 (OpenMetrics) on the shifted clock; and it sends the training spans over OTLP/HTTP once the
-simulated clock has passed their end. Faults come with the scenario (truth.json), shifted the same.
+simulated clock has passed their end; with ``logs_dir`` it appends the kernel and trainer logs to
+files there as their time passes (:mod:`suanli.sim.live_logs`), for ``serve``'s ``logs:`` to follow.
+Faults come with the scenario (truth.json), shifted the same.
 
 A scrape sees only the latest sample of a series, so ``speed`` x the scrape interval should stay
 under the scenario's sample period (15 s): speed 10 with a 1 s scrape interval. ``serve`` runs on
@@ -29,6 +31,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from suanli.sim.live_logs import LogReplay
 from suanli.timefmt import parse_time
 
 __all__ = ["Endpoint", "LiveTwin", "SimClock", "load_endpoints", "load_span_batches"]
@@ -189,7 +192,7 @@ class LiveTwin:
     takes in samples and sends spans to ``otlp_url`` with ``token``."""
 
     def __init__(self, folder: Path, speed: float = 10.0, *, otlp_url: str, token: str | None,
-                 tick_s: float = 0.25) -> None:
+                 tick_s: float = 0.25, logs_dir: Path | None = None) -> None:
         truth = json.loads((folder / "truth.json").read_text())
         self.folder, self.truth = folder, truth
         self.clock = SimClock(parse_time(truth["window"]["start"]), time.time(), speed)
@@ -197,6 +200,8 @@ class LiveTwin:
         self.endpoints = load_endpoints(folder / "metrics.om")
         self.spans = load_span_batches(folder / "traces.otlp.jsonl", self.clock.offset)
         self.otlp_url, self.tick_s = otlp_url, tick_s
+        self.logs = LogReplay(folder, logs_dir, self.clock.offset) if logs_dir is not None else None
+        """The kernel and trainer logs, appended to files in ``logs_dir`` as their time passes."""
         self.headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
         self.sent = self.refused = self.failed = 0
         self._servers: list[ThreadingHTTPServer] = []
@@ -232,7 +237,7 @@ class LiveTwin:
     @property
     def done(self) -> bool:
         """The simulated clock passed the scenario's end and every span was sent."""
-        return self.clock.sim_now() >= self.end_sim and not self.spans
+        return self.clock.sim_now() >= self.end_sim and not self.spans and (self.logs is None or self.logs.done(self.end_sim))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="twin-clock", daemon=True)
@@ -244,6 +249,8 @@ class LiveTwin:
                 now = self.clock.sim_now()
                 for ep in self.endpoints:
                     ep.advance(min(now, self.end_sim))
+                if self.logs is not None:
+                    self.logs.advance(now)
                 while self.spans and self.spans[0][0] <= now and not self._stop.is_set():
                     if not self._send(client, self.spans[0][1]):
                         break
