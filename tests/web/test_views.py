@@ -31,6 +31,9 @@ def test_offset_limit_and_filter() -> None:
     assert paginate(ROWS, Page(q="D"))["total"] == 1            # case-insensitive substring
     assert paginate(ROWS, Page(limit=10 ** 9))["limit"] == MAX_LIMIT
     assert [r["id"] for r in paginate(ROWS, Page(sort="id", desc=True))["rows"]] == ["e", "d", "c", "b", "a"]
+    words = [{"id": "x", "rec": "watch"}, {"id": "y", "rec": None}, {"id": "z", "rec": "ok"}]
+    assert [r["id"] for r in paginate(words, Page(sort="rec", desc=True))["rows"]] == ["x", "z", "y"]
+    assert [r["id"] for r in paginate(words, Page(sort="rec"))["rows"]] == ["z", "x", "y"]
 
 
 def _inventory(tmp: Path, racks: int, nodes_per_rack: int, gpus: int = 8) -> Path:

@@ -15,6 +15,7 @@ maturity; recomputed at most once per analysis step).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
@@ -32,6 +33,7 @@ from suanli.web.views import (
 )
 
 if TYPE_CHECKING:
+    from suanli.analysis.fabric import FabricResult
     from suanli.web.service import Service
 
 __all__ = ["lists_router"]
@@ -44,6 +46,23 @@ def _page(offset: int = Query(0, ge=0), limit: int = Query(100, ge=0, le=MAX_LIM
 
 
 PageArg = Annotated[Page, Depends(_page)]
+
+
+class _PerStep:
+    """A view built once per analysis step (and inventory), not once per request: at 10,240 GPUs
+    the rows take longer to build than one page takes to cut."""
+
+    def __init__(self, svc: Service, build: Callable[[], list[dict[str, Any]]]) -> None:
+        self.svc, self.build, self._lock = svc, build, threading.Lock()
+        self._key: tuple[int, int] | None = None
+        self._rows: list[dict[str, Any]] = []
+
+    def rows(self) -> list[dict[str, Any]]:
+        key = (self.svc.stepper.stats.steps, id(self.svc.inventory))
+        with self._lock:
+            if key != self._key:
+                self._rows, self._key = self.build(), key
+            return self._rows
 
 
 class _CheckCache:
@@ -76,27 +95,32 @@ def lists_router(svc: Service) -> APIRouter:
     def doc() -> dict[str, Any]:
         return svc.stepper.stats.diagnosis
 
+    def fabric_result() -> FabricResult | None:
+        last = svc.stepper.last
+        return last.results.fabric if last is not None else None
+
+    gpus_rows = _PerStep(svc, lambda: gpu_rows(doc().get("predictions", []), svc.inventory))
+    ports_rows = _PerStep(svc, lambda: port_rows(fabric_result(), svc.inventory))
+
     @r.get("/jobs", summary="The ledger per job: MFU, goodput, time split, cost, forecast")
     def jobs(page: PageArg) -> dict[str, Any]:
         return paginate(doc().get("efficiency", {}).get("jobs", []), page)
 
     @r.get("/gpus", summary="GPUs: health score, P(DBE), recommendation, node and rack")
     def gpus(page: PageArg) -> dict[str, Any]:
-        return paginate(gpu_rows(doc().get("predictions", []), svc.inventory), page)
+        return paginate(gpus_rows.rows(), page)
 
     @r.get("/gpus/racks", summary="GPU health aggregated by rack")
     def racks(page: PageArg, at_risk: float = Query(0.5, ge=0, le=1)) -> dict[str, Any]:
-        return paginate(rack_summary(gpu_rows(doc().get("predictions", []), svc.inventory), at_risk), page)
+        return paginate(rack_summary(gpus_rows.rows(), at_risk), page)
 
     @r.get("/fabric", summary="The latency-ratio heatmap and the fabric's localisations")
     def fabric(by: str = Query("auto", pattern="^(auto|node|rack)$")) -> dict[str, Any]:
-        last = svc.stepper.last
-        return fabric_view(last.results.fabric if last is not None else None, by)
+        return fabric_view(fabric_result(), by)
 
     @r.get("/fabric/ports", summary="Switch ports and NICs with their error signals")
     def ports(page: PageArg) -> dict[str, Any]:
-        last = svc.stepper.last
-        return paginate(port_rows(last.results.fabric if last is not None else None, svc.inventory), page)
+        return paginate(ports_rows.rows(), page)
 
     @r.get("/rules", summary="Each rule and how many of its alerts pend, fire and resolved")
     def rules(page: PageArg) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,15 +46,17 @@ class Page:
     q: str = ""
 
 
-def _sort_key(key: str, desc: bool) -> Callable[[dict[str, Any]], tuple[int, Any]]:
-    def k(row: dict[str, Any]) -> tuple[int, Any]:
-        v = row.get(key)
-        missing = v is None or (isinstance(v, float) and math.isnan(v))
-        # missing values go last whichever way the column is sorted
-        if isinstance(v, int | float) and not missing:
-            return (0, -v if desc else v)
-        return (1 if missing else 0, "" if missing else str(v))
-    return k
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _sorted(rows: list[dict[str, Any]], key: str, desc: bool) -> list[dict[str, Any]]:
+    """By ``key`` (numbers as numbers, the rest as text), rows without a value last either way."""
+    present = [r for r in rows if not _missing(r.get(key))]
+    absent = [r for r in rows if _missing(r.get(key))]
+    numeric = all(isinstance(r[key], int | float) for r in present)
+    present.sort(key=(lambda r: r[key]) if numeric else (lambda r: str(r[key])), reverse=desc)
+    return present + absent
 
 
 def paginate(rows: Sequence[dict[str, Any]], page: Page) -> dict[str, Any]:
@@ -62,10 +64,7 @@ def paginate(rows: Sequence[dict[str, Any]], page: Page) -> dict[str, Any]:
     needle = page.q.strip().lower()
     kept = [r for r in rows if not needle or any(needle in str(v).lower() for v in r.values())]
     if page.sort is not None:
-        numeric = any(isinstance(r.get(page.sort), int | float) for r in kept)
-        kept.sort(key=_sort_key(page.sort, page.desc and numeric))
-        if page.desc and not numeric:
-            kept.reverse()
+        kept = _sorted(kept, page.sort, page.desc)
     limit = max(0, min(page.limit, MAX_LIMIT))
     offset = max(0, page.offset)
     return {"total": len(kept), "offset": offset, "limit": limit, "rows": kept[offset:offset + limit]}
