@@ -1,4 +1,4 @@
-"""``suanli demo``: simulate a 16-node cluster with two jobs and two faults, ingest, check, diagnose."""
+"""``suanli demo``: a 16-node cluster with two jobs and two faults, played live into ``serve`` (the\nconsole), or with ``--once`` simulated, ingested, checked and diagnosed in one batch."""
 
 from __future__ import annotations
 
@@ -20,11 +20,18 @@ __all__ = ["demo", "demo_cmd"]
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where the demo writes its data.")] = Path("demo-out"),
     seed: Annotated[int, typer.Option(help="Random seed.")] = 7,
-    live: Annotated[bool, typer.Option("--live", help="Play the cluster live into `suanli serve` (the console).")] = False,
-    speed: Annotated[float, typer.Option(help="With --live: simulated seconds per second.", min=1.0, max=15.0)] = 5.0,
+    once: Annotated[bool, typer.Option("--once", help="No console: simulate, ingest, check and diagnose the "
+                                                      "folder once, then exit (for CI).")] = False,
+    live: Annotated[bool, typer.Option("--live", hidden=True, help="The default (kept for old scripts).")] = False,
+    speed: Annotated[float, typer.Option(help="Simulated seconds per second of the live demo.", min=1.0,
+                                         max=15.0)] = 5.0,
 ) -> None:
-    """Simulate a 16-node cluster with two jobs and two faults, ingest it, diagnose it (--live: serve it)."""
-    if live:
+    """Simulate a 16-node cluster with two jobs and two faults and play it live into `suanli serve`:
+    the console's address, each incident as it opens, then the truth beside what was found (Ctrl-C
+    stops). --once: the batch run instead (ingest, check, diagnose, root-cause report)."""
+    if once and live:
+        raise typer.BadParameter("--once and --live exclude each other")
+    if not once:
         from suanli.cli.serve import demo_live
 
         run_verb(lambda: demo_live(out, out_dir, seed, speed))
