@@ -139,7 +139,7 @@ def _report(rows: list[dict[str, float]]) -> str:
         "## serve_scrape", "",
         "What: bench/serve_scrape.py. A real `suanli serve` scraping every dcgm-exporter-like and node-exporter-like "
         "target of N nodes every 15 s (pages from a second process), storing into its DuckDB file, analysis step "
-        f"every 15 s over a 30-minute window; measured after one warm-up round.",
+        "every 15 s over a 30-minute window; measured after one warm-up round.",
         f"Machine: {os.cpu_count()} cores ({platform.machine()}, shared with other jobs), Python "
         f"{platform.python_version()}.", "",
         "| GPUs | targets (down) | samples exposed /s | samples stored /s | serve CPU | RSS first → last (late max) | analysis step |",
