@@ -10,7 +10,8 @@ sent) and ``live``. For each firing alert and each of its planned actions, in or
    (in a dry run the decision stays ``dry_run``, its detail saying that a live run would fail and why);
 2. ``breaker_open``: the circuit breaker is open (guard.py) and the action has an effect;
 3. ``not_replayed``: the breaker was reset after the alert fired (nothing stale runs after a reset);
-4. ``skipped_duplicate``: the same action on the same target within ``dedup_window_s``;
+4. ``skipped_duplicate``: the same action on the same target within ``dedup_window_s``, or a GPU
+   reset within it of a node reboot of that GPU's node (the reboot resets it too);
 5. ``breaker_open`` (tripping it): the request would take out more of the fleet within the
    breaker window than the breaker allows;
 6. ``blocked_by_guard``: it would leave too many nodes, or too many of one job's nodes, out of
@@ -63,8 +64,9 @@ MODES: tuple[str, ...] = ("dry_run", "shadow", "live")
 class _Throttle:
     """Dedup and rate limit, folded from the same audit records as the guard."""
 
-    def __init__(self, config: ActionsConfig) -> None:
+    def __init__(self, config: ActionsConfig, gpu_node: Mapping[str, str]) -> None:
         self.config = config
+        self.gpu_node = gpu_node
         self.last: dict[tuple[str, str], float] = {}
         self.decided_at: list[float] = []
 
@@ -82,6 +84,10 @@ class _Throttle:
         last = self.last.get(key)
         if last is not None and t - last < self.config.dedup_window_s:
             return f"same action decided at {to_rfc3339(last)}"
+        node = self.gpu_node.get(key[1]) if key[0] == "reset_gpu" else None
+        last = self.last.get(("reboot_node", node)) if node is not None else None
+        if last is not None and t - last < self.config.dedup_window_s:
+            return f"superseded: reboot_node {node} decided at {to_rfc3339(last)} resets this GPU too"
         return None
 
     def limited(self, t: float) -> str | None:
@@ -143,7 +149,7 @@ class ActionRunner:
             self._node_gpus.setdefault(n, []).append(g)
         job_nodes = {j: {index.gpu_node[g] for g in gs if g in index.gpu_node} for j, gs in index.job_gpus.items()}
         self.guard = Guard(config, index.nodes, job_nodes)
-        self.throttle = _Throttle(config)
+        self.throttle = _Throttle(config, index.gpu_node)
         self.schedule = Schedule()
         if self.mode != "dry_run":
             if self.audit.path is None:
@@ -284,8 +290,8 @@ class ActionRunner:
         extra = scheduled_fields(action, t)
         how = action.how if action.how is not None else Delivery()
         return self._append({**base, **extra, "decision": "scheduled", "counted": False,
-                             "detail": f"{what}, not before {extra['not_before_time']} ({how.mode}, "
-                                       f"{how.delay_s:.0f} s after it was decided)"})
+                             "detail": f"{what}, not before {extra['not_before_time']} ({how.mode}: "
+                                       f"{how.delay_s:.0f} s after the decision)"})
 
     def _screen(self, alert: Alert, action: PlannedAction, effect: Effect, t: float, view: _ClusterView,
                 base: dict[str, Any]) -> tuple[str | None, str, bool]:

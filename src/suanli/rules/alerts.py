@@ -22,9 +22,10 @@ DELIVERY_MODES: tuple[str, ...] = ("immediate", "after_checkpoint", "after_timeo
 @dataclass(frozen=True)
 class Delivery:
     """How and when the cost decision (docs/decisions.md) says to carry out one planned action:
-    ``mode`` (immediate, after_checkpoint, after_timeout) ``delay_s`` from when it is decided, and
-    ``scope`` (gpu, node, job, none); a per-GPU drain names the ``gpu``, its ``uuid`` and the
-    ``pods`` on it (``name`` or ``namespace/name``, as the inventory's ranks write them)."""
+    ``mode`` (immediate, after_checkpoint, after_timeout), ``delay_s`` after ``decided_at`` (the
+    time the decision was made; None: when the runner decides), and ``scope`` (gpu, node, job,
+    none); a per-GPU drain names the ``gpu``, its ``uuid`` and the ``pods`` on it (``name`` or
+    ``namespace/name``, as the inventory's ranks write them)."""
 
     mode: str = "immediate"
     delay_s: float = 0.0
@@ -32,6 +33,7 @@ class Delivery:
     gpu: str | None = None
     uuid: str | None = None
     pods: tuple[str, ...] = ()
+    decided_at: float | None = None
 
     @property
     def deferred(self) -> bool:
@@ -44,23 +46,27 @@ class Delivery:
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "delay_s": self.delay_s, "scope": self.scope, "gpu": self.gpu,
-                "uuid": self.uuid, "pods": list(self.pods)}
+                "uuid": self.uuid, "pods": list(self.pods), "decided_at": self.decided_at}
 
     @classmethod
     def from_json(cls, data: Any) -> Delivery | None:
         """From an audit record's ``how`` (None when absent or not an object)."""
         if not isinstance(data, dict):
             return None
-        delay = data.get("delay_s")
         pods = data.get("pods")
-        return cls(str(data.get("mode", "immediate")),
-                   float(delay) if isinstance(delay, int | float) and not isinstance(delay, bool) else 0.0,
+        return cls(str(data.get("mode", "immediate")), _opt_float(data.get("delay_s")) or 0.0,
                    str(data.get("scope", "node")), _opt_str(data.get("gpu")), _opt_str(data.get("uuid")),
-                   tuple(x for x in pods if isinstance(x, str)) if isinstance(pods, list) else ())
+                   tuple(x for x in pods if isinstance(x, str)) if isinstance(pods, list) else (),
+                   _opt_float(data.get("decided_at")))
 
 
 def _opt_str(v: Any) -> str | None:
     return v if isinstance(v, str) else None
+
+
+def _opt_float(v: Any) -> float | None:
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else None
 
 
 @dataclass(frozen=True)

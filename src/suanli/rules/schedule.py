@@ -3,7 +3,7 @@ after a timeout, held until it is due.
 
 A planned action whose ``how`` defers it (mode ``after_checkpoint`` or ``after_timeout`` with
 ``delay_s`` > 0) is not carried out when its alert fires: the runner records a ``scheduled``
-decision with ``not_before`` (when it is due), ``how`` and ``params``, having checked only that the
+decision with ``not_before`` (``delay_s`` after the decision was made), ``how`` and ``params``, having checked only that the
 target is an id, that the executor can do it and that it is no duplicate; nothing is counted yet.
 When a later call reaches ``not_before`` (:meth:`ActionRunner.due`, which ``suanli serve`` calls at
 every step), the action goes through every check as if it were planned then (breaker, reset, dedup,
@@ -37,9 +37,10 @@ class Pending:
 
 
 def scheduled_fields(action: PlannedAction, t: float) -> dict[str, Any]:
-    """What a ``scheduled`` record carries beyond a decision's fields (``action.how`` defers it)."""
+    """What a ``scheduled`` record carries beyond a decision's fields (``action.how`` defers it):
+    due ``delay_s`` after the decision was made (else after ``t``, when the runner decides)."""
     how = action.how if action.how is not None else Delivery()
-    due = t + how.delay_s
+    due = (how.decided_at if how.decided_at is not None else t) + how.delay_s
     return {"not_before": due, "not_before_time": to_rfc3339(due), "how": how.to_json(), "params": dict(action.params)}
 
 
