@@ -1,8 +1,8 @@
 """The stages of the pipeline, each a function from typed input to typed output:
 
-analyses -> rule alerts -> (signals) -> inhibition -> correlation -> impact -> actions -> costs
+analyses -> rule alerts -> (signals) -> inhibition -> correlation -> impact -> costs -> actions
 
-The last stage prices each incident's allowed actions (docs/decisions.md), learning from the history
+The costs stage prices each incident's allowed actions (docs/decisions.md), learning from the history
 the store holds; the action runner then carries out the rules' planned actions as the costs say
 (per-GPU or node, now or deferred: :mod:`.deliveries`), and this window's incidents and chosen
 remediations, with what became of them, are written back to the store.
