@@ -85,7 +85,7 @@ def test_a_fault_that_cleared_before_its_time_is_cancelled(api: tuple[str, ApiSt
     (rec,) = runner.handle([alert], now=1000.0, how={(alert.key, "drain_node", "n07"): LATER})
     resolved = replace(alert, state="resolved", resolved_at=1300.0)
     (gone,) = runner.due([resolved], now=DUE)
-    assert gone["decision"] == "cancelled" and gone["schedule_ref"] == rec["id"]
+    assert gone["decision"] == "cancelled" and gone["schedule_ref"] == rec["id"] and gone["rule"] == "xid95"
     assert "no longer fires" in gone["detail"] and state.seen == []
     assert runner.due([alert], now=DUE + 1.0) == []                               # cancelled for good
 

@@ -237,8 +237,8 @@ class ActionRunner:
         for p in self.schedule.due(t):
             alert = firing.get(p.alert)
             if alert is None:
-                out.append(self._append({"event": "decision", "time": to_rfc3339(t), "ts": t, "alert": p.alert,
-                                         "action": p.action.action, "target": p.action.target,
+                out.append(self._append({"event": "decision", "time": to_rfc3339(t), "ts": t, "rule": p.rule,
+                                         "alert": p.alert, "action": p.action.action, "target": p.action.target,
                                          "target_kind": p.action.target_kind, "effect": NO_EFFECT.to_json(),
                                          "decision": "cancelled", "schedule_ref": p.id,
                                          "detail": f"alert {p.alert} no longer fires: the fault cleared before "

@@ -28,12 +28,14 @@ __all__ = ["Pending", "Schedule", "scheduled_fields"]
 
 @dataclass(frozen=True)
 class Pending:
-    """One scheduled action: the ``scheduled`` record's id, its alert's key, the action, when due."""
+    """One scheduled action: the ``scheduled`` record's id, its alert's key and rule, the action,
+    when it is due."""
 
     id: str
     alert: str
     action: PlannedAction
     not_before: float
+    rule: str = ""
 
 
 def scheduled_fields(action: PlannedAction, t: float) -> dict[str, Any]:
@@ -53,7 +55,7 @@ def _pending(rec: Mapping[str, Any]) -> Pending | None:
     params = rec.get("params")
     action = PlannedAction(str(fields[0]), str(fields[1]), str(fields[2]), dict(params) if isinstance(params, dict) else {},
                            Delivery.from_json(rec.get("how")))
-    return Pending(rid, key, action, float(due))
+    return Pending(rid, key, action, float(due), str(rec.get("rule", "")))
 
 
 class Schedule:
