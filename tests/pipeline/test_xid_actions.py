@@ -95,9 +95,14 @@ def test_a_node_reboot_supersedes_a_reset_on_that_node(tmp_path: Path) -> None:
             next(i for i in doc["incidents"] if i["id"] == iid)["decision"]["superseded_by"] == "reboot_node node-004"
     lost = next(i for i in doc["incidents"] if i["category"] == "gpu_lost")
     assert lost["root_cause"] == {"kind": "gpu", "id": "node-004/gpu6"}
+    end = parse_time(doc["window"]["end"])          # when diagnose decides
     for a in lost["actions"]:       # the rule's actions went through the runner as the costs said
         if a["status"] in ("dry_run", "scheduled"):
             assert (a["status"] == "scheduled") == (a["mode"] != "immediate" and a["delay_s"] > 0), a
+        if a["status"] == "scheduled":              # due the decision's delay after the window's end
+            assert abs(parse_time(a["not_before"]) - (end + a["delay_s"])) <= 1.0   # whole seconds
+        else:
+            assert "not_before" not in a
 
 
 @pytest.mark.slow

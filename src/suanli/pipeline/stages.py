@@ -170,11 +170,13 @@ def _planned(inc: Incident, decisions: Mapping[str, list[dict[str, Any]]]) -> li
     decision on it (``scheduled``, then what became of it when it was due)."""
     out: dict[tuple[str, str], ActionDecision] = {}
     for ref in own_refs(inc):
-        latest: dict[tuple[str, str], str] = {}
+        latest: dict[tuple[str, str], ActionDecision] = {}
         for record in decisions.get(ref, []):
-            latest[(str(record["action"]), str(record["target"]))] = str(record["decision"])
-        for key, status in latest.items():
-            out.setdefault(key, ActionDecision(key[0], key[1], status))
+            key, due = (str(record["action"]), str(record["target"])), record.get("not_before")
+            status = str(record["decision"])
+            latest[key] = ActionDecision(*key, status, float(due) if status == "scheduled" and due is not None else None)
+        for key, decided in latest.items():
+            out.setdefault(key, decided)
     return list(out.values())
 
 
