@@ -83,6 +83,23 @@ def test_a_disruption_budget_refusing_is_a_failure_not_a_success(api: tuple[str,
     assert "The disruption budget trainer-pdb needs 2 healthy pods and has 2 currently" in detail
 
 
+@pytest.mark.parametrize(("code", "body", "decision", "said"), [
+    (404, {"kind": "Status", "code": 404, "reason": "NotFound"}, "executed", "team-a/trainer-3b already gone (404)"),
+    (500, {"kind": "Status", "code": 500, "message": "This pod has more than one PodDisruptionBudget"}, "failed",
+     "team-a/trainer-3b: HTTP 500: This pod has more than one PodDisruptionBudget"),
+    (429, {"kind": "Status", "code": 429, "details": {"causes": 5}}, "failed",
+     "team-a/trainer-3b: HTTP 429, the eviction was refused by a PodDisruptionBudget (or the API's rate limit); not evicted"),
+])
+def test_the_other_answers_of_the_eviction_api(api: tuple[str, ApiState], tmp_path: Path, code: int,
+                                               body: dict[str, object], decision: str, said: str) -> None:
+    # kubernetes.io "API-initiated Eviction": 500 is a misconfiguration (several budgets on one pod);
+    # a pod already gone (404) is off the GPU, as kubectl drain counts it
+    url, state = api
+    state.replies[EVICTION.format("team-a", "trainer-3b")] = (code, body)
+    (rec,) = _runner(url, tmp_path).handle([drain_alert(PER_GPU)], now=0.0)
+    assert rec["decision"] == decision and said in rec["detail"] and len(state.seen) == 2
+
+
 def test_no_pods_known_falls_back_to_the_node_and_says_why(api: tuple[str, ApiState], tmp_path: Path) -> None:
     url, state = api
     no_pods = Delivery("immediate", 0.0, "gpu", GPU, UUID, ())

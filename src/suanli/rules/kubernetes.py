@@ -77,9 +77,11 @@ def _status_message(resp: httpx.Response) -> str:
         return ""
     if not isinstance(body, dict):
         return ""
-    causes = (body.get("details") or {}).get("causes") if isinstance(body.get("details"), dict) else None
+    details = body.get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
     parts = [str(body.get("message") or "")]
-    parts += [str(c.get("message")) for c in causes or [] if isinstance(c, dict) and c.get("message")]
+    parts += [str(c.get("message")) for c in causes if isinstance(c, dict) and c.get("message")] \
+        if isinstance(causes, list) else []
     return " ".join(" ".join(p.split()) for p in parts if p)[:300]
 
 
