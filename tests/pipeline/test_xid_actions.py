@@ -108,9 +108,18 @@ def test_a_node_reboot_supersedes_a_reset_on_that_node(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_serves_loop_carries_out_a_deferred_action_when_due_and_not_before(tmp_path: Path) -> None:
     store = open_folder(_scenario(tmp_path, XID95, XID79))
-    pipe = Pipeline(store, stored_inventory(store))
+    inv = stored_inventory(store)
+    pipe = Pipeline(store, inv)
     end = parse_time("2026-03-17T17:54:15Z")
-    pipe.step(end)
+    first = diagnosis_json(pipe.step(end).diagnosis)
+    # the per-GPU drain the costs chose reached the executor: Slurm says it cannot, and drains the node
+    lost = next(i for i in first["incidents"] if i["category"] == "gpu_lost")
+    drain = next(a for a in lost["actions"] if a["action"] == "drain_node")
+    pods = sorted({r.pod for j in inv.jobs.values() for r in j.ranks if r.gpu == "node-004/gpu6" and r.pod})
+    assert (drain["scope"], drain["gpu"], drain["pods"]) == ("gpu", "node-004/gpu6", pods)
+    (rec_drain,) = [r for recs in pipe.decisions.values() for r in recs if r["action"] == "drain_node"]
+    assert rec_drain["detail"].endswith("(a per-GPU drain of node-004/gpu6 was chosen; Slurm cannot drain one GPU "
+                                        "of a node, so this drains the whole node node-004)")
     (rec,) = [r for recs in pipe.decisions.values() for r in recs if r["decision"] == "scheduled"]
     assert (rec["action"], rec["target"]) == ("reboot_node", "node-004")   # the costs: after the next checkpoint
     assert rec["not_before"] == end + rec["how"]["delay_s"] and rec["how"]["mode"] in ("after_checkpoint", "after_timeout")
