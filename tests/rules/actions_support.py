@@ -8,7 +8,9 @@ Slurm's (a child process, an argument list, no shell), and they record their arg
 Kubernetes API server cannot run here either; ``ApiServer`` is a local HTTP server that stands in
 for it: it records the method, path, query, headers and body of every request, exactly as an API
 server would receive them, and serves ``GET /api/v1/nodes`` (with ``limit``/``continue`` paging,
-as the real one) from a node list the test sets.
+as the real one) from a node list the test sets. A POST is answered as the API server answers an
+Eviction it allows (201 and a Success Status), or with what ``ApiState.replies`` sets for its path
+(a 429 with the Status a PodDisruptionBudget's refusal carries).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from suanli.rules import Alert, EntityIndex, PlannedAction
+from suanli.rules.alerts import Delivery
 from suanli.rules.executor_base import BaseExecutor
 
 NODES = [f"n{i:02d}" for i in range(40)]
@@ -108,6 +111,16 @@ class ApiState:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     seen: list[Request] = field(default_factory=list)
     page_size: int = 500
+    replies: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    """POST path -> (status code, body) instead of an allowed eviction."""
+
+
+EVICTED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+PDB_REFUSED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+               "reason": "TooManyRequests", "code": 429,
+               "details": {"causes": [{"reason": "DisruptionBudget",
+                                       "message": "The disruption budget trainer-pdb needs 2 healthy pods and has 2 currently"}]}}
 
 
 def _handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
@@ -144,7 +157,9 @@ def _handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             self._record()
             self._send(200, {"kind": "Node"})
 
-        do_POST = do_PATCH
+        def do_POST(self) -> None:
+            req = self._record()
+            self._send(*state.replies.get(req.path, (201, EVICTED)))
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -170,6 +185,24 @@ def k8s_node(name: str, unschedulable: bool = False, taints: list[dict[str, str]
     if taints:
         spec["taints"] = taints
     return {"metadata": {"name": name}, "spec": spec}
+
+
+GPU = "n07/gpu3"
+UUID = "GPU-3f0c1e2a-0000-4000-8000-000000000007"
+PODS = ("trainer-3", "team-a/trainer-3b")     # as inventory ranks write them: name, or namespace/name
+EVICTION = "/api/v1/namespaces/{}/pods/{}/eviction"
+
+
+def eviction(ns: str, name: str) -> dict[str, object]:
+    """The policy/v1 Eviction body of kubernetes.io "API-initiated Eviction", written out here."""
+    return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+
+
+def drain_alert(how: Delivery | None = None, fired_at: float = 0.0) -> Alert:
+    """A rule's drain of n07 for a fault on n07/gpu3 (``how``: what the cost decision said)."""
+    return Alert(name="xid95", rule="xid95", scope="gpu", entity_kind="gpu", entity_id=GPU, labels={},
+                 state="firing", active_at=fired_at, fired_at=fired_at,
+                 actions=(PlannedAction("drain_node", "node", "n07", {}, how),))
 
 
 def on_path(bindir: Path) -> str:

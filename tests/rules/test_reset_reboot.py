@@ -12,7 +12,7 @@ from suanli.errors import InputError
 from suanli.rules import ActionRunner, ActionsConfig, AuditLog, EntityIndex
 from suanli.rules.action_config import ACTIONS
 from suanli.rules.evaluator import plan_actions
-from suanli.rules.executors import SlurmExecutor
+from suanli.rules.executors import LogExecutor, SlurmExecutor
 from suanli.rules.language import parse_rules
 from tests.rules.actions_support import FakeSlurm, alert, fleet, make_fake_slurm, on_path
 
@@ -67,3 +67,18 @@ def test_slurm_reboots_a_node_when_live(tmp_path: Path, monkeypatch: pytest.Monk
     assert rec["decision"] == "executed"
     assert fake.runs() == [["reboot", "ASAP", "nextstate=RESUME", "Reason=suanli xid79: Xid 79 twice", "n05"]]
     assert runner.drained == {"n05"}
+
+
+def test_a_gpu_reset_after_a_reboot_of_its_node_is_superseded(tmp_path: Path) -> None:
+    # the dedup rule "a node reboot supersedes a GPU reset", at the runner: n03's reboot resets n03/gpu0
+    # too, so a reset of it within dedup_window (1 h) is not done again; another node's GPU is
+    fake = make_fake_slurm(tmp_path)
+    ex = {"reboot_node": SlurmExecutor(scontrol=str(fake.bindir / "scontrol")), "reset_gpu": LogExecutor()}
+    runner = ActionRunner(ActionsConfig(), fleet(), ex, AuditLog(tmp_path / "a.jsonl"))
+    reboot, reset, other = runner.handle([alert("n03", "reboot_node", kind="node", fired_at=0.0),
+                                          alert("n03/gpu0", "reset_gpu", kind="gpu", fired_at=60.0),
+                                          alert("n04/gpu0", "reset_gpu", kind="gpu", fired_at=60.0)])
+    assert (reboot["decision"], reset["decision"], other["decision"]) == ("dry_run", "skipped_duplicate", "dry_run")
+    assert reset["detail"] == "superseded: reboot_node n03 decided at 1970-01-01T00:00:00Z resets this GPU too"
+    (late,) = runner.handle([alert("n03/gpu0", "reset_gpu", kind="gpu", fired_at=3600.0)])
+    assert late["decision"] == "dry_run"          # the reboot is an hour old: a new fault, a new reset

@@ -58,11 +58,13 @@ class Impact:
 
 @dataclass(frozen=True)
 class ActionDecision:
-    """One action on one target and what became of it (``dry_run``, ``blocked_by_guard`` ...)."""
+    """One action on one target and what became of it (``dry_run``, ``blocked_by_guard`` ...;
+    ``scheduled`` with the time it is due, ``not_before``)."""
 
     action: str
     target: str
     status: str
+    not_before: float | None = None
 
 
 @dataclass

@@ -3,14 +3,18 @@
 ``Pipeline.step(now)`` analyses ``[now - LiveConfig.window_s, now]`` (never reaching before the
 data's first record), advances the rule evaluator on its evaluation grid up to ``now`` (its
 pending / firing state carries over, exactly as in a batch run), runs inhibition, correlation,
-impact and actions on that pass, and folds the pass into the incident tracker, which opens,
-updates, reopens and resolves incidents. Actions are decided once per alert, when it has fired.
+impact, costs and actions on that pass, and folds the pass into the incident tracker, which opens,
+updates, reopens and resolves incidents. Actions are decided once per alert, when it has fired, as
+that step's costs say to carry them out; one the costs defer (after the next checkpoint, after a
+timeout) is scheduled then and carried out at the first step that reaches its time, or cancelled if
+its alert has stopped firing (rules/schedule.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from suanli.analysis.decisions import Decided
 from suanli.analysis.result import EntityValues
 from suanli.analysis.window import Window
 from suanli.config import Config
@@ -19,6 +23,7 @@ from suanli.incidents.reach import Reach
 from suanli.incidents.tracker import IncidentTracker
 from suanli.inventory import Inventory
 from suanli.pipeline import stages
+from suanli.pipeline.deliveries import Hows, deliveries
 from suanli.pipeline.inputs import Inputs
 from suanli.pipeline.model import Diagnosis, RuleAlerts
 from suanli.rules import ActionRunner, EntityIndex, Evaluator, load_rules
@@ -67,15 +72,19 @@ class Pipeline:
         sigs = stages.inhibition(sigs, self.inputs.ruleset, self.reach)
         found = stages.correlation(sigs, self.reach, self.config.correlation)
         stages.impact(found.incidents, self.store, self.inventory, now, self.config.impact)
-        self._decide(alerts, sigs)
-        stages.actions(found.incidents, self.decisions)
-        changes = self.tracker.update(now, found.incidents)
+        stages.actions(found.incidents, {**stages.planned_actions(alerts.alerts, sigs), **self.decisions})
+        changes = self.tracker.update(now, found.incidents)     # the same objects: act() sets their statuses
         errors = [*results.errors, *([alerts.error] if alerts.error else [])]
         timings = {**results.timings_s, "rules": alerts.seconds}
-        # the costed choice, and the history it writes (a read-write store: serve's), which a later
-        # step or a read-only `diagnose --db` reads back
+
+        def act(decided: dict[str, Decided]) -> None:
+            self._decide(alerts, sigs, deliveries(found.incidents, decided), now)
+            stages.actions(found.incidents, self.decisions)
+
+        # the costed choice, the actions carried out as it says, and the history it writes (a
+        # read-write store: serve's), which a later step or a read-only `diagnose --db` reads back
         decided = stages.decide_and_record(found.incidents, self.store, self.inventory, now, self.config.decisions,
-                                           errors, timings)
+                                           errors, timings, act)
         extent = self.store.time_range()
         has_data = extent is not None and win.overlaps(*extent)
         diag = Diagnosis(self.inventory.cluster, win, [], found.incidents, found.unexplained, results, errors,
@@ -101,14 +110,16 @@ class Pipeline:
         kept = tuple(a for a in done.alerts if a.resolved_at is None or a.resolved_at >= win.start)
         return RuleAlerts(kept, done.indirect_rules, done.error, done.seconds)
 
-    def _decide(self, alerts: RuleAlerts, sigs: list[Signal]) -> None:
+    def _decide(self, alerts: RuleAlerts, sigs: list[Signal], how: Hows, now: float) -> None:
         """Alerts firing and not muted now that the runner has not decided on yet go through it
-        (once each)."""
+        (once each, as ``how`` says); then the scheduled actions due at ``now``."""
         if self.runner is None:
             return
         muted = {s.ref for s in sigs if s.muted_by}
         skip = self._decided | muted
         new = [a for a in alerts.alerts if a.state == "firing" and a.key not in skip]
-        for key, records in stages.action_decisions(self.runner, new, sigs).items():
+        for key, records in stages.action_decisions(self.runner, new, sigs, how).items():
             self.decisions.setdefault(key, []).extend(records)
         self._decided.update(a.key for a in new)
+        for record in self.runner.due(alerts.alerts, now):
+            self.decisions.setdefault(str(record["alert"]), []).append(record)

@@ -1,9 +1,11 @@
 """The stages of the pipeline, each a function from typed input to typed output:
 
-analyses -> rule alerts -> (signals) -> inhibition -> correlation -> impact -> actions -> costs
+analyses -> rule alerts -> (signals) -> inhibition -> correlation -> impact -> costs -> actions
 
-The last stage prices each incident's allowed actions (docs/decisions.md), learning from the history
-the store holds, and writes this window's incidents and chosen remediations back to it.
+The costs stage prices each incident's allowed actions (docs/decisions.md), learning from the history
+the store holds; the action runner then carries out the rules' planned actions as the costs say
+(per-GPU or node, now or deferred: :mod:`.deliveries`), and this window's incidents and chosen
+remediations, with what became of them, are written back to the store.
 
 Batch (:mod:`.batch`) runs them once over a window; the live pipeline (:mod:`.live`) runs them at
 each step over a sliding window, keeping the rule evaluator's state and the incident tracker.
@@ -32,6 +34,7 @@ from suanli.incidents.model import ActionDecision, Incident, Signal
 from suanli.incidents.reach import Reach
 from suanli.incidents.signals import alertmanager_signals, finding_signals, signals_from_alerts
 from suanli.inventory import Inventory
+from suanli.pipeline.deliveries import Hows, own_refs
 from suanli.pipeline.model import AnalysisResults, Correlated, RuleAlerts
 from suanli.rules import ActionRunner, Alert, EntityIndex, Evaluator, RuleSet
 from suanli.store.api import Store
@@ -47,8 +50,8 @@ from suanli.store.history import (
 from suanli.store.promql import PromStore
 
 __all__ = ["Decisions", "action_decisions", "actions", "analyses", "correlation", "costs", "decide_and_record",
-           "history_connection",
-           "impact", "indirect_rules", "inhibition", "record_history", "rule_alerts", "signals"]
+           "history_connection", "impact", "indirect_rules", "inhibition", "planned_actions", "record_history",
+           "rule_alerts", "signals"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -128,13 +131,28 @@ def impact(incidents: list[Incident], store: Store, inventory: Inventory, window
     return incidents
 
 
-def action_decisions(runner: ActionRunner, alerts: Iterable[Alert], sigs: Iterable[Signal]) -> Decisions:
-    """The rules' planned actions of the alerts no inhibit rule muted, through the action runner
-    (dry run in ``diagnose``: the guard's and the deduplication's decisions become each action's
-    status), in firing order."""
+def _acting(alerts: Iterable[Alert], sigs: Iterable[Signal]) -> list[Alert]:
     muted = {s.ref for s in sigs if s.source == "rule" and s.muted_by}
+    return [a for a in alerts if a.state == "firing" and a.key not in muted]
+
+
+def planned_actions(alerts: Iterable[Alert], sigs: Iterable[Signal]) -> Decisions:
+    """The planned actions of the firing alerts no inhibit rule muted, before the runner decides
+    them (decision ``planned``): what the costs stage prices."""
     out: Decisions = {}
-    for record in runner.handle([a for a in alerts if a.key not in muted]):
+    for a in _acting(alerts, sigs):
+        out[a.key] = [{"alert": a.key, "action": p.action, "target": p.target, "decision": "planned"}
+                      for p in a.actions]
+    return out
+
+
+def action_decisions(runner: ActionRunner, alerts: Iterable[Alert], sigs: Iterable[Signal],
+                     how: Hows | None = None) -> Decisions:
+    """The rules' planned actions of the firing alerts no inhibit rule muted, through the action
+    runner, each carried out as ``how`` says (:mod:`.deliveries`; dry run in ``diagnose``: the
+    guard's and the deduplication's decisions become each action's status), in firing order."""
+    out: Decisions = {}
+    for record in runner.handle(_acting(alerts, sigs), how=how):
         out.setdefault(str(record["alert"]), []).append(record)
     return out
 
@@ -148,17 +166,18 @@ def actions(incidents: list[Incident], decisions: Mapping[str, list[dict[str, An
 
 
 def _planned(inc: Incident, decisions: Mapping[str, list[dict[str, Any]]]) -> list[ActionDecision]:
-    out: list[ActionDecision] = []
-    seen: set[tuple[str, str]] = set()
-    for sig in inc.signals:
-        if sig.source != "rule" or not sig.direct or (sig.entity_id != inc.root_id and sig.category != inc.category):
-            continue        # a dependant's alert: its own actions would act on the victim
-        for record in decisions.get(sig.ref, []):
-            key = (str(record["action"]), str(record["target"]))
-            if key not in seen:
-                seen.add(key)
-                out.append(ActionDecision(key[0], key[1], str(record["decision"])))
-    return out
+    """One entry per (action, target): the first alert's that plans it, with that alert's latest
+    decision on it (``scheduled``, then what became of it when it was due)."""
+    out: dict[tuple[str, str], ActionDecision] = {}
+    for ref in own_refs(inc):
+        latest: dict[tuple[str, str], ActionDecision] = {}
+        for record in decisions.get(ref, []):
+            key, due = (str(record["action"]), str(record["target"])), record.get("not_before")
+            status = str(record["decision"])
+            latest[key] = ActionDecision(*key, status, float(due) if status == "scheduled" and due is not None else None)
+        for key, decided in latest.items():
+            out.setdefault(key, decided)
+    return list(out.values())
 
 
 def _defaults(inc: Incident) -> list[ActionDecision]:
@@ -248,9 +267,11 @@ def record_history(con: duckdb.DuckDBPyConnection, incidents: Iterable[Incident]
 
 
 def decide_and_record(incidents: Sequence[Incident], store: Store, inventory: Inventory, now_s: float,
-                      config: DecisionConfig, errors: list[str], timings: dict[str, float]) -> dict[str, Decided]:
-    """:func:`costs` over the history the store holds, then :func:`record_history`. A store that
-    cannot hold the history (read-only) decides without it; a pricing failure is named in ``errors``."""
+                      config: DecisionConfig, errors: list[str], timings: dict[str, float],
+                      act: Callable[[dict[str, Decided]], None] | None = None) -> dict[str, Decided]:
+    """:func:`costs` over the history the store holds, then ``act`` (the action runner, which sets
+    each incident's action statuses), then :func:`record_history`. A store that cannot hold the
+    history (read-only) decides without it; a pricing failure is named in ``errors``."""
     con = history_connection(store)
     past = History()
     try:
@@ -260,6 +281,8 @@ def decide_and_record(incidents: Sequence[Incident], store: Store, inventory: In
         log.info("no history read: %s", exc)
     decided = _timed("decisions", lambda: costs(incidents, store, inventory, now_s, config, past), errors,
                      timings) or {}
+    if act is not None:
+        act(decided)
     try:
         if con is not None:
             record_history(con, incidents, decided, now_s)

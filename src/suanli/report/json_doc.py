@@ -56,7 +56,8 @@ def impact_json(imp: Impact) -> dict[str, Any]:
 
 def _incident_json(inc: Incident, decided: Decided | None) -> dict[str, Any]:
     n = inc.alert_count
-    planned = [{"action": a.action, "target": a.target, "status": a.status} for a in inc.actions]
+    planned = [{"action": a.action, "target": a.target, "status": a.status,
+                **({"not_before": to_rfc3339(a.not_before)} if a.not_before is not None else {})} for a in inc.actions]
     return {
         "id": inc.id,
         "category": inc.category,

@@ -21,12 +21,19 @@ from suanli.errors import InputError
 from suanli.rules.conditions import parse_duration
 from suanli.rules.ids import is_id
 
-__all__ = ["ACTIONS", "EXECUTOR_KINDS", "TEMPLATE_FIELDS", "ActionsConfig", "ExecutorSpec", "check_command",
-           "parse_actions_section", "parse_executors_section"]
+__all__ = ["ACTIONS", "CAN", "EXECUTOR_KINDS", "TEMPLATE_FIELDS", "ActionsConfig", "ExecutorSpec", "check_command",
+           "check_executor_action", "parse_actions_section", "parse_executors_section"]
 
 ACTIONS: tuple[str, ...] = ("mark_degraded", "retire_gpu", "drain_node", "reschedule_job", "open_ticket",
                             "notify", "reset_gpu", "reboot_node")
 EXECUTOR_KINDS: tuple[str, ...] = ("slurm", "kubernetes", "webhook", "shell", "log")
+CAN: dict[str, tuple[str, ...]] = {
+    "slurm": ("drain_node", "mark_degraded", "reboot_node", "reschedule_job"),
+    "kubernetes": ("drain_node", "mark_degraded"),
+}
+"""The actions an executor kind can carry out (a kind not listed carries out any: it is told the
+action and does what its URL or command does). Slurm has no GPU reset, nor a GPU to retire;
+Kubernetes' API has neither a GPU reset nor a node reboot."""
 TEMPLATE_FIELDS: tuple[str, ...] = ("action", "target", "target_kind", "rule", "entity", "text")
 EFFECTS: tuple[str, ...] = ("out_of_service", "none")
 _BOOL_TEXT = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
@@ -233,10 +240,24 @@ def _verify(v: Any) -> Any:
     return v
 
 
+def _namespace(v: Any) -> Any:
+    if not isinstance(v, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", v):
+        raise ValueError(f"namespace: expected a Kubernetes namespace (a DNS label), got {v!r}")
+    return v
+
+
 def _effect(v: Any) -> Any:
     if v not in EFFECTS:
         raise ValueError(f"effect: expected one of {', '.join(EFFECTS)}, got {v!r}")
     return v
+
+
+def check_executor_action(kind: str, action: str) -> None:
+    """ValueError unless a ``kind`` executor can carry out ``action`` (:data:`CAN`)."""
+    can = CAN.get(kind)
+    if can is not None and action not in can:
+        raise ValueError(f"a {kind} executor cannot {action} (it can {', '.join(can)}); "
+                         "give it a webhook, shell or log executor")
 
 
 def _headers(v: Any) -> Any:
@@ -248,7 +269,7 @@ def _headers(v: Any) -> Any:
 SETTINGS: dict[str, dict[str, Any]] = {
     "slurm": {"scontrol": _str("scontrol"), "sinfo": _str("sinfo"), "job_ids": _job_ids, "timeout_s": _timeout},
     "kubernetes": {"api_url": _url("api_url"), "token": _str("token"), "token_file": _str("token_file"),
-                   "verify": _verify, "timeout_s": _timeout},
+                   "verify": _verify, "timeout_s": _timeout, "namespace": _namespace},
     "webhook": {"url": _url("url"), "headers": _headers, "timeout_s": _timeout, "effect": _effect},
     "shell": {"command": check_command, "timeout_s": _timeout, "effect": _effect},
     "log": {},
@@ -298,5 +319,9 @@ def parse_executors_section(file: str, node: yaml.Node) -> dict[str, ExecutorSpe
         missing = [k for k in REQUIRED.get(str(kind), ()) if k not in settings]
         if missing:
             raise _err(file, enode, f"executors.{action}: a {kind} executor needs {missing[0]!r}")
+        try:
+            check_executor_action(str(kind), action)
+        except ValueError as e:
+            raise _err(file, m["kind"], f"executors.{action}: {e}") from None
         out[action] = ExecutorSpec(str(kind), settings)
     return out

@@ -10,7 +10,8 @@ sent) and ``live``. For each firing alert and each of its planned actions, in or
    (in a dry run the decision stays ``dry_run``, its detail saying that a live run would fail and why);
 2. ``breaker_open``: the circuit breaker is open (guard.py) and the action has an effect;
 3. ``not_replayed``: the breaker was reset after the alert fired (nothing stale runs after a reset);
-4. ``skipped_duplicate``: the same action on the same target within ``dedup_window_s``;
+4. ``skipped_duplicate``: the same action on the same target within ``dedup_window_s``, or a GPU
+   reset within it of a node reboot of that GPU's node (the reboot resets it too);
 5. ``breaker_open`` (tripping it): the request would take out more of the fleet within the
    breaker window than the breaker allows;
 6. ``blocked_by_guard``: it would leave too many nodes, or too many of one job's nodes, out of
@@ -18,6 +19,11 @@ sent) and ``live``. For each firing alert and each of its planned actions, in or
 7. ``rate_limited``: ``rate_limit_count`` actions within ``rate_limit_window_s``;
 8. ``dry_run``, ``shadow``, or live: an ``executing`` record (fsync'd before the executor runs),
    then ``executed`` or ``failed``.
+
+An action the cost decision defers (``PlannedAction.how``, given to :meth:`ActionRunner.handle` as
+``how``) is ``scheduled`` after step 1 (``skipped_duplicate`` if the same action on the same target
+is already scheduled or done), and goes through steps 2 to 8 when :meth:`ActionRunner.due` finds
+it due, or is ``cancelled`` if its alert no longer fires (schedule.py).
 
 Every decision is appended to the audit log (audit.py). Live and shadow runners need a file and
 start from it, so dedup, rate limit, the guard's count and an open breaker survive a restart; a dry
@@ -28,33 +34,39 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from suanli.errors import InputError
 from suanli.rules.action_config import ActionsConfig
-from suanli.rules.alerts import Alert, PlannedAction
+from suanli.rules.alerts import Alert, Delivery, PlannedAction
 from suanli.rules.audit import AuditLog, default_audit_path
 from suanli.rules.effects import NO_EFFECT, Effect, check_target, nominal_effect
 from suanli.rules.entities import EntityIndex
 from suanli.rules.executors import ActionFailed, Executor, build_executors
 from suanli.rules.guard import HOLDING, Guard, reset_record
 from suanli.rules.language import RuleSet
+from suanli.rules.schedule import Pending, Schedule, scheduled_fields
 from suanli.timefmt import to_rfc3339
 
 __all__ = ["DECISIONS", "ActionRunner", "AuditLog"]
 
-DECISIONS: tuple[str, ...] = ("executed", "executing", "dry_run", "shadow", "skipped_duplicate", "refused",
-                              "blocked_by_guard", "breaker_open", "not_replayed", "rate_limited", "failed")
+DECISIONS: tuple[str, ...] = ("executed", "executing", "dry_run", "shadow", "scheduled", "cancelled",
+                              "skipped_duplicate", "refused", "blocked_by_guard", "breaker_open", "not_replayed",
+                              "rate_limited", "failed")
+Hows = Mapping[tuple[str, str, str], Delivery]
+"""How to carry out planned actions, by (alert key, action, target)."""
 MODES: tuple[str, ...] = ("dry_run", "shadow", "live")
 
 
 class _Throttle:
     """Dedup and rate limit, folded from the same audit records as the guard."""
 
-    def __init__(self, config: ActionsConfig) -> None:
+    def __init__(self, config: ActionsConfig, gpu_node: Mapping[str, str]) -> None:
         self.config = config
+        self.gpu_node = gpu_node
         self.last: dict[tuple[str, str], float] = {}
         self.decided_at: list[float] = []
 
@@ -72,6 +84,10 @@ class _Throttle:
         last = self.last.get(key)
         if last is not None and t - last < self.config.dedup_window_s:
             return f"same action decided at {to_rfc3339(last)}"
+        node = self.gpu_node.get(key[1]) if key[0] == "reset_gpu" else None
+        last = self.last.get(("reboot_node", node)) if node is not None else None
+        if last is not None and t - last < self.config.dedup_window_s:
+            return f"superseded: reboot_node {node} decided at {to_rfc3339(last)} resets this GPU too"
         return None
 
     def limited(self, t: float) -> str | None:
@@ -133,7 +149,8 @@ class ActionRunner:
             self._node_gpus.setdefault(n, []).append(g)
         job_nodes = {j: {index.gpu_node[g] for g in gs if g in index.gpu_node} for j, gs in index.job_gpus.items()}
         self.guard = Guard(config, index.nodes, job_nodes)
-        self.throttle = _Throttle(config)
+        self.throttle = _Throttle(config, index.gpu_node)
+        self.schedule = Schedule()
         if self.mode != "dry_run":
             if self.audit.path is None:
                 raise InputError(f"{self.mode} actions need an audit log file: set actions.audit_log in the "
@@ -167,6 +184,7 @@ class ActionRunner:
             if rec.get("mode") == self.mode:
                 self.guard.observe(rec)
                 self.throttle.observe(rec)
+                self.schedule.observe(rec)
 
     def _append(self, record: dict[str, Any]) -> dict[str, Any]:
         rec = self.audit.append({"mode": self.mode, **record}, sync=self.mode != "dry_run")
@@ -189,8 +207,9 @@ class ActionRunner:
                 return float(t)
         return time.time()
 
-    def handle(self, alerts: Iterable[Alert], now: float | None = None) -> list[dict[str, Any]]:
-        """Decide every planned action of the firing alerts; returns the final audit record of each."""
+    def handle(self, alerts: Iterable[Alert], now: float | None = None, how: Hows | None = None) -> list[dict[str, Any]]:
+        """Decide every planned action of the firing alerts, each carried out as ``how`` says for
+        (alert key, action, target) (else now, on its target); returns the final audit record of each."""
         if self.mode != "dry_run":
             self._absorb(self.audit.poll())  # a person's reset, a predecessor's decisions
         view = _ClusterView(self)
@@ -200,7 +219,32 @@ class ActionRunner:
                 continue
             t = self._now(now, alert)
             for action in alert.actions:
-                out.append(self._decide(alert, action, t, view))
+                d = (how or {}).get((alert.key, action.action, action.target))
+                out.append(self._decide(alert, replace(action, how=d) if d is not None else action, t, view))
+        if self.mode == "dry_run" and out:
+            self.audit.sync()
+        return out
+
+    def due(self, alerts: Iterable[Alert], now: float | None = None) -> list[dict[str, Any]]:
+        """Carry out the scheduled actions due at ``now`` whose alert (among ``alerts``) still fires;
+        cancel those whose alert does not. Returns the final audit record of each."""
+        if self.mode != "dry_run":
+            self._absorb(self.audit.poll())
+        t = self._now(now, None)
+        firing = {a.key: a for a in alerts if a.state == "firing"}
+        view = _ClusterView(self)
+        out = []
+        for p in self.schedule.due(t):
+            alert = firing.get(p.alert)
+            if alert is None:
+                out.append(self._append({"event": "decision", "time": to_rfc3339(t), "ts": t, "rule": p.rule,
+                                         "alert": p.alert, "action": p.action.action, "target": p.action.target,
+                                         "target_kind": p.action.target_kind, "effect": NO_EFFECT.to_json(),
+                                         "decision": "cancelled", "schedule_ref": p.id,
+                                         "detail": f"alert {p.alert} no longer fires: the fault cleared before "
+                                                   f"{to_rfc3339(p.not_before)}, so nothing is done"}))
+            else:
+                out.append(self._decide(alert, p.action, t, view, p))
         if self.mode == "dry_run" and out:
             self.audit.sync()
         return out
@@ -211,9 +255,12 @@ class ActionRunner:
         eff = ex.effect(action) if ex is not None else nominal_effect(action)
         return eff.with_node_gpus(self._node_gpus)
 
-    def _decide(self, alert: Alert, action: PlannedAction, t: float, view: _ClusterView) -> dict[str, Any]:
+    def _decide(self, alert: Alert, action: PlannedAction, t: float, view: _ClusterView,
+                due: Pending | None = None) -> dict[str, Any]:
         base: dict[str, Any] = {"event": "decision", "time": to_rfc3339(t), "ts": t, "rule": alert.rule, "alert": alert.key,
                 "action": action.action, "target": action.target, "target_kind": action.target_kind}
+        if due is not None:
+            base["schedule_ref"] = due.id
         try:
             effect = self._effect(action)
         except ValueError as e:
@@ -221,10 +268,30 @@ class ActionRunner:
         except ActionFailed as e:
             return self._append({**base, **self._cannot(e), "effect": NO_EFFECT.to_json()})
         base["effect"] = effect.to_json()
+        if due is None and action.how is not None and action.how.deferred:
+            return self._defer(alert, action, base, t)
         decision, detail, counted = self._screen(alert, action, effect, t, view, base)
         if decision is not None:
             return self._append({**base, "decision": decision, "detail": detail, "counted": counted})
         return self._carry_out(alert, action, base, effect, view)
+
+    def _defer(self, alert: Alert, action: PlannedAction, base: dict[str, Any], t: float) -> dict[str, Any]:
+        """Schedule an action the cost decision defers (schedule.py), unless it duplicates one."""
+        waiting = self.schedule.waiting(action.action, action.target)
+        why = (f"same action already scheduled for {to_rfc3339(waiting.not_before)} ({waiting.id})" if waiting
+               else self.throttle.duplicate((action.action, action.target), t))
+        if why is not None:
+            return self._append({**base, "decision": "skipped_duplicate", "detail": why, "counted": False})
+        ex = self.executors.get(action.action)
+        try:
+            what = ex.describe(action, alert) if ex is not None else f"{action.action} {action.target} (no executor configured)"
+        except ActionFailed as e:
+            return self._append({**base, **self._cannot(e), "counted": False})
+        extra = scheduled_fields(action, t)
+        how = action.how if action.how is not None else Delivery()
+        return self._append({**base, **extra, "decision": "scheduled", "counted": False,
+                             "detail": f"{what}, not before {extra['not_before_time']} ({how.mode}: "
+                                       f"{how.delay_s:.0f} s after the decision)"})
 
     def _screen(self, alert: Alert, action: PlannedAction, effect: Effect, t: float, view: _ClusterView,
                 base: dict[str, Any]) -> tuple[str | None, str, bool]:

@@ -14,17 +14,71 @@ from typing import Any
 
 from suanli.timefmt import to_rfc3339
 
-__all__ = ["Alert", "PlannedAction", "alerts_timeline"]
+__all__ = ["DELIVERY_MODES", "Alert", "Delivery", "PlannedAction", "alerts_timeline"]
+
+DELIVERY_MODES: tuple[str, ...] = ("immediate", "after_checkpoint", "after_timeout")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How and when the cost decision (docs/decisions.md) says to carry out one planned action:
+    ``mode`` (immediate, after_checkpoint, after_timeout), ``delay_s`` after ``decided_at`` (the
+    time the decision was made; None: when the runner decides), and ``scope`` (gpu, node, job,
+    none); a per-GPU drain names the ``gpu``, its ``uuid`` and the ``pods`` on it (``name`` or
+    ``namespace/name``, as the inventory's ranks write them)."""
+
+    mode: str = "immediate"
+    delay_s: float = 0.0
+    scope: str = "node"
+    gpu: str | None = None
+    uuid: str | None = None
+    pods: tuple[str, ...] = ()
+    decided_at: float | None = None
+
+    @property
+    def deferred(self) -> bool:
+        return self.mode != "immediate" and math.isfinite(self.delay_s) and self.delay_s > 0
+
+    @property
+    def per_gpu(self) -> bool:
+        """A per-GPU scope with the GPU named (an executor may still lack the pods to do it)."""
+        return self.scope == "gpu" and self.gpu is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "delay_s": self.delay_s, "scope": self.scope, "gpu": self.gpu,
+                "uuid": self.uuid, "pods": list(self.pods), "decided_at": self.decided_at}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Delivery | None:
+        """From an audit record's ``how`` (None when absent or not an object)."""
+        if not isinstance(data, dict):
+            return None
+        pods = data.get("pods")
+        return cls(str(data.get("mode", "immediate")), _opt_float(data.get("delay_s")) or 0.0,
+                   str(data.get("scope", "node")), _opt_str(data.get("gpu")), _opt_str(data.get("uuid")),
+                   tuple(x for x in pods if isinstance(x, str)) if isinstance(pods, list) else (),
+                   _opt_float(data.get("decided_at")))
+
+
+def _opt_str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _opt_float(v: Any) -> float | None:
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else None
 
 
 @dataclass(frozen=True)
 class PlannedAction:
-    """An action a firing alert asks for, on a concrete target (a node for drain_node ...)."""
+    """An action a firing alert asks for, on a concrete target (a node for drain_node ...), and
+    how the cost decision says to carry it out (``how``; None: now, on the target as it is)."""
 
     action: str
     target_kind: str
     target: str
     params: dict[str, Any] = field(default_factory=dict)
+    how: Delivery | None = None
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Protocol
 from suanli.rules.alerts import Alert, PlannedAction
 from suanli.rules.effects import NO_EFFECT, Effect, nominal_effect, target_effect
 
-__all__ = ["ActionFailed", "BaseExecutor", "Executor", "reason", "run"]
+__all__ = ["ActionFailed", "BaseExecutor", "Executor", "node_wide", "reason", "run"]
 
 
 class ActionFailed(Exception):
@@ -48,6 +48,15 @@ class BaseExecutor:
 
     def prepare(self) -> None:
         return None
+
+
+def node_wide(action: PlannedAction, why: str) -> str:
+    """The detail's note when the cost decision chose a per-GPU drain that this executor carries
+    out on the whole node (``why`` it cannot do one GPU); empty otherwise."""
+    how = action.how
+    if action.action != "drain_node" or how is None or not how.per_gpu:
+        return ""
+    return f" (a per-GPU drain of {how.gpu} was chosen; {why}, so this drains the whole node {action.target})"
 
 
 def reason(action: PlannedAction, alert: Alert) -> str:

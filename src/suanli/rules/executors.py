@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 
 from suanli.errors import InputError
-from suanli.rules.action_config import ExecutorSpec, check_command, check_executor
+from suanli.rules.action_config import ExecutorSpec, check_command, check_executor, check_executor_action
 from suanli.rules.alerts import Alert, PlannedAction
 from suanli.rules.effects import NO_EFFECT, Effect
-from suanli.rules.executor_base import ActionFailed, BaseExecutor, Executor, reason, run
+from suanli.rules.executor_base import ActionFailed, BaseExecutor, Executor, node_wide, reason, run
 from suanli.rules.ids import expand_hostlist, node_members
 from suanli.rules.kubernetes import KubernetesExecutor
 
@@ -51,7 +51,10 @@ class SlurmExecutor(BaseExecutor):
     """drain_node and mark_degraded of a node: ``scontrol update NodeName=N State=DRAIN Reason=...``
     (both drain: both count); reboot_node: ``scontrol reboot ASAP nextstate=RESUME Reason=... N``
     (the node is out until it is back); reschedule_job: ``scontrol requeue JOBID`` (``job_ids`` maps
-    inventory job ids to Slurm job ids). Out-of-service nodes: ``sinfo``."""
+    inventory job ids to Slurm job ids). Out-of-service nodes: ``sinfo``. Slurm cannot drain one
+    GPU: a per-GPU drain drains the node, the detail says so and the guard counts the node."""
+
+    NO_GPU = "Slurm cannot drain one GPU of a node"
 
     def __init__(self, scontrol: str = "scontrol", sinfo: str = "sinfo", job_ids: dict[str, str] | None = None,
                  timeout_s: float = 30.0) -> None:
@@ -86,12 +89,12 @@ class SlurmExecutor(BaseExecutor):
                 f"Reason={reason(action, alert)}"]
 
     def describe(self, action: PlannedAction, alert: Alert) -> str:
-        return shlex.join(self.argv(action, alert))
+        return shlex.join(self.argv(action, alert)) + node_wide(action, self.NO_GPU)
 
     def execute(self, action: PlannedAction, alert: Alert) -> str:
         argv = self.argv(action, alert)
         run(argv, self.timeout_s)
-        return shlex.join(argv)
+        return shlex.join(argv) + node_wide(action, self.NO_GPU)
 
     def out_of_service(self) -> set[str] | None:
         try:
@@ -102,7 +105,9 @@ class SlurmExecutor(BaseExecutor):
 
 
 class WebhookExecutor(BaseExecutor):
-    """POST the action and its alert as JSON to ``url``."""
+    """POST the action, how the cost decision says to carry it out (``how``: mode, scope, and for a
+    per-GPU drain the GPU, its UUID and pods; null when it said nothing) and its alert as JSON to
+    ``url``. The guard counts the action at its word (a drain: the node) unless ``effect:`` says."""
 
     def __init__(self, url: str, headers: dict[str, str] | None = None, timeout_s: float = 10.0,
                  effect: str | None = None) -> None:
@@ -114,7 +119,8 @@ class WebhookExecutor(BaseExecutor):
 
     def execute(self, action: PlannedAction, alert: Alert) -> str:
         body = {"action": action.action, "target_kind": action.target_kind, "target": action.target,
-                "params": action.params, "alert": alert.to_json()}
+                "params": action.params, "how": action.how.to_json() if action.how is not None else None,
+                "alert": alert.to_json()}
         try:
             resp = httpx.post(self.url, json=body, headers=self.headers, timeout=self.timeout_s)
         except httpx.HTTPError as e:
@@ -126,7 +132,10 @@ class WebhookExecutor(BaseExecutor):
 
 class ShellExecutor(BaseExecutor):
     """Run a command given as an argument list (never a shell), each argument filled with
-    ``{action} {target} {target_kind} {rule} {entity} {text}``: a filled value stays one argument."""
+    ``{action} {target} {target_kind} {rule} {entity} {text}``: a filled value stays one argument.
+    A drain's target is its node, so a per-GPU drain is the node's to the command (the detail says so)."""
+
+    NO_GPU = "a command is given the node as its target"
 
     def __init__(self, command: list[str], timeout_s: float = 30.0, effect: str | None = None) -> None:
         try:
@@ -142,12 +151,12 @@ class ShellExecutor(BaseExecutor):
         return [tok.format(**fields) for tok in self.argv_template]
 
     def describe(self, action: PlannedAction, alert: Alert) -> str:
-        return shlex.join(self.argv(action, alert))
+        return shlex.join(self.argv(action, alert)) + node_wide(action, self.NO_GPU)
 
     def execute(self, action: PlannedAction, alert: Alert) -> str:
         argv = self.argv(action, alert)
         run(argv, self.timeout_s)
-        return shlex.join(argv)
+        return shlex.join(argv) + node_wide(action, self.NO_GPU)
 
 
 class LogExecutor(BaseExecutor):
@@ -157,10 +166,17 @@ class LogExecutor(BaseExecutor):
         return NO_EFFECT
 
     def describe(self, action: PlannedAction, alert: Alert) -> str:
-        return f"log {action.action} {action.target}"
+        return f"log {action.action} {action.target}{_per_gpu(action)}"
 
     def execute(self, action: PlannedAction, alert: Alert) -> str:
-        return f"logged {action.action} {action.target}"
+        return f"logged {action.action} {action.target}{_per_gpu(action)}"
+
+
+def _per_gpu(action: PlannedAction) -> str:
+    how = action.how
+    if action.action != "drain_node" or how is None or not how.per_gpu:
+        return ""
+    return f" (per-GPU: the pods on {how.gpu}: {', '.join(how.pods) or 'none known'})"
 
 
 def build_executors(specs: dict[str, ExecutorSpec]) -> dict[str, Executor]:
@@ -171,7 +187,9 @@ def build_executors(specs: dict[str, ExecutorSpec]) -> dict[str, Executor]:
     out: dict[str, Executor] = {}
     for action, spec in specs.items():
         try:
-            out[action] = kinds[spec.kind](**check_executor(spec.kind, spec.settings))
+            settings = check_executor(spec.kind, spec.settings)
+            check_executor_action(spec.kind, action)
+            out[action] = kinds[spec.kind](**settings)
         except ValueError as e:
             raise InputError(str(e), key=f"executors.{action}") from None
     return out
