@@ -13,6 +13,7 @@ its alert has stopped firing (rules/schedule.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from suanli.analysis.decisions import Decided
 from suanli.analysis.result import EntityValues
@@ -26,7 +27,8 @@ from suanli.pipeline import stages
 from suanli.pipeline.deliveries import Hows, deliveries
 from suanli.pipeline.inputs import Inputs
 from suanli.pipeline.model import Diagnosis, RuleAlerts
-from suanli.rules import ActionRunner, EntityIndex, Evaluator, load_rules
+from suanli.rules import ActionRunner, AuditLog, EntityIndex, Evaluator, RuleSet, build_executors, load_rules
+from suanli.rules.audit import default_audit_path
 from suanli.store.api import Store
 
 __all__ = ["Pipeline", "Step"]
@@ -42,19 +44,29 @@ class Step:
     """``(opened | updated | reopened | resolved, incident)``."""
 
 
+def _runner(rs: RuleSet, index: EntityIndex, mode: str, audit_path: Path | None) -> ActionRunner:
+    if mode == "dry_run":
+        return ActionRunner.from_ruleset(rs, index, dry_run=True, audit_path=audit_path)
+    audit = AuditLog(audit_path if audit_path is not None else default_audit_path(rs.actions.audit_log, None))
+    return ActionRunner(rs.actions, index, build_executors(rs.executors), audit, None, mode)
+
+
 class Pipeline:
     """The stages of :mod:`.stages` with the state that carries from one step to the next: the rule
     evaluator, the action runner (deduplication, the drain guard) and the incident tracker."""
 
     def __init__(self, store: Store, inventory: Inventory, config: Config | None = None,
-                 inputs: Inputs | None = None) -> None:
+                 inputs: Inputs | None = None, *, action_mode: str = "dry_run",
+                 audit_path: Path | None = None) -> None:
+        """``action_mode``: ``dry_run`` (the default: plan and audit, touch nothing), ``shadow`` or
+        ``live``, whose audit log is ``audit_path`` (else the rule file's ``actions.audit_log``)."""
         self.store, self.inventory = store, inventory
         self.config = config if config is not None else Config()
         self.inputs = inputs if inputs is not None else Inputs(load_rules(None))
         self.index, self.reach = EntityIndex.from_inventory(inventory), Reach(inventory)
         rs = self.inputs.ruleset
         self.evaluator = Evaluator(rs, self.index, self.config.rules) if rs is not None else None
-        self.runner = ActionRunner.from_ruleset(rs, self.index, dry_run=True) if rs is not None else None
+        self.runner = _runner(rs, self.index, action_mode, audit_path) if rs is not None else None
         self.tracker = IncidentTracker(self.config.tracker)
         self.decisions: stages.Decisions = {}
         self._decided: set[str] = set()

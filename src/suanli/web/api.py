@@ -5,7 +5,10 @@ as in spec/diagnosis.md plus ``state`` and ``history``; ``?state=open|resolved``
 ``incidents/{id}``, ``diagnosis`` (the last step's whole diagnosis JSON), ``health`` (per GPU:
 health score, P(DBE), recommendation), ``ledger`` (per job: MFU, goodput, time split, cost),
 ``overrides`` (the audit), ``service`` (the analysis loop). Changes (always the token):
-``POST overrides`` records an operator override, ``POST reload`` re-reads the inventory and rules.
+``POST overrides`` records an operator override, ``POST actions/mode`` switches how actions are
+carried out (dry_run, shadow, live; recorded in the audit log), ``POST reload`` re-reads the
+inventory and rules. The lists (jobs, gpus, fabric, rules, actions, check) are in
+:mod:`suanli.web.api_lists`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ from suanli.errors import InputError
 if TYPE_CHECKING:
     from suanli.web.service import Service
 
-__all__ = ["OverrideRequest", "api_router"]
+__all__ = ["ModeRequest", "OverrideRequest", "api_router"]
+
+
+class ModeRequest(BaseModel):
+    mode: str = Field(pattern="^(dry_run|shadow|live)$", description="dry_run, shadow or live")
+    reason: str = Field(min_length=1, max_length=1000)
+    who: str = Field(default="operator", max_length=200)
 
 
 class OverrideRequest(BaseModel):
@@ -75,6 +84,14 @@ def api_router(svc: Service) -> APIRouter:
         except InputError as exc:
             raise HTTPException(400, "unknown GPU" if exc.key == "gpu" else "bad override") from None
         return {"override": ov.to_json()}
+
+    @write.post("/actions/mode", summary="Carry out actions as dry_run, shadow or live from the next step")
+    def action_mode(req: ModeRequest) -> dict[str, Any]:
+        try:
+            rec = svc.set_action_mode(req.mode, req.who, req.reason)
+        except InputError as exc:
+            raise HTTPException(400, str(exc)) from None
+        return {"mode": svc.action_mode, "record": rec}
 
     @write.post("/reload", summary="Re-read the inventory and the rule files now")
     def reload() -> dict[str, Any]:

@@ -34,7 +34,10 @@ from suanli.pipeline import open_db, stored_inventory
 from suanli.pipeline.inputs import Inputs
 from suanli.pipeline.live import Pipeline
 from suanli.rules import RuleSet
+from suanli.rules.actions import MODES
+from suanli.rules.audit import default_audit_path
 from suanli.rules.merge import load_rule_files
+from suanli.timefmt import to_rfc3339
 from suanli.web.am_push import AlertPusher
 from suanli.web.app import create_app
 from suanli.web.auth import Auth
@@ -73,6 +76,7 @@ class Service:
 
     def _open(self) -> None:
         cfg = self.cfg
+        self._action_mode: str | None = None
         self.inventory = self._load_inventory()
         self.rules = Reloader(list(cfg.rules), lambda: _rules(cfg), lambda _rs: self._rebuild())
         self.watch_inventory = (Reloader([cfg.inventory], self._load_inventory, self._use_inventory)
@@ -114,10 +118,35 @@ class Service:
         """The operator overrides' audit file beside the database (as ``suanli gpu-override`` writes it)."""
         return Path(self.cfg.backend.path).with_suffix(".overrides.jsonl")
 
-    def _pipeline(self) -> Pipeline:
+    @property
+    def action_mode(self) -> str:
+        """How actions are carried out: the mode a person set through the API, else the rule file's
+        (``dry_run`` unless it says ``dry_run: false``)."""
+        return self._action_mode or self.rules.value.actions.mode
+
+    def _pipeline(self, action_mode: str | None = None) -> Pipeline:
         inputs = Inputs(self.rules.value, self.sinks.alert_payloads())
         health = dataclasses.replace(self.config.health, overrides=tuple(load_overrides(self.overrides_path)))
-        return Pipeline(self.store, self.inventory, dataclasses.replace(self.config, health=health), inputs)
+        audit = default_audit_path(self.rules.value.actions.audit_log, self.cfg.backend.path)
+        return Pipeline(self.store, self.inventory, dataclasses.replace(self.config, health=health), inputs,
+                        action_mode=action_mode or self.action_mode, audit_path=audit)
+
+    def set_action_mode(self, mode: str, who: str, reason: str) -> dict[str, Any]:
+        """Carry out actions as ``mode`` from the next step (``dry_run``, ``shadow``, ``live``); the
+        change is a record in the audit log. InputError when that mode cannot run (no audit log
+        file to write, an executor that cannot start)."""
+        if mode not in MODES:
+            raise InputError(f"mode {mode!r}: expected one of {', '.join(MODES)}", key="mode")
+        pipe = self._pipeline(mode)
+        t = time.time()
+        rec = {"event": "mode", "mode": mode, "previous": self.action_mode, "who": who, "reason": reason,
+               "ts": t, "time": to_rfc3339(t)}
+        if pipe.runner is not None:
+            rec = pipe.runner.audit.append(rec)
+        self._action_mode = mode
+        self.stepper.use(pipe)
+        log.warning("actions are now %s (by %s: %s)", mode, who, reason)
+        return rec
 
     def record_override(self, gpu: str, state: str, reason: str, who: str) -> Override:
         """An operator override (audited in the overrides file), in force from the next step."""
