@@ -90,8 +90,9 @@ def test_a_live_step_prices_the_incident_and_writes_its_history(tmp_path: Path) 
         (inc,) = step.diagnosis.incidents
         assert (inc.category, inc.root_id) == ("pcie_riser", "node-002/gpu5")
         assert inc.id in step.diagnosis.decided and step.diagnosis.currency
-        con = history_connection(store)
-        assert con is not None
+        db = history_connection(store)
+        assert db is not None
+        con = db[0]
         past = load_history(con, extent[0] - 1)
         assert [(r.incident_id, r.category, r.entity_id) for r in past.incidents] == \
             [(inc.id, "pcie_riser", "node-002/gpu5")]

@@ -13,7 +13,9 @@ each step over a sliding window, keeping the rule evaluator's state and the inci
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -192,12 +194,14 @@ def _defaults(inc: Incident) -> list[ActionDecision]:
     return out
 
 
-def history_connection(store: Store) -> duckdb.DuckDBPyConnection | None:
-    """The DuckDB connection the history lives on: the store's own, a PromStore's secondary store's."""
+def history_connection(store: Store) -> tuple[duckdb.DuckDBPyConnection, threading.RLock] | None:
+    """The DuckDB connection the history lives on (the store's own, a PromStore's secondary
+    store's) and the lock that serialises it: serve's receivers write on the same connection from
+    other threads, and a statement run outside the lock lands inside their open transaction."""
     if isinstance(store, DuckStore):
-        return store.con
+        return store.con, store.lock
     if isinstance(store, PromStore):
-        return store.secondary.con
+        return store.secondary.con, store.secondary.lock
     return None
 
 
@@ -272,20 +276,33 @@ def decide_and_record(incidents: Sequence[Incident], store: Store, inventory: In
     """:func:`costs` over the history the store holds, then ``act`` (the action runner, which sets
     each incident's action statuses), then :func:`record_history`. A store that cannot hold the
     history (read-only) decides without it; a pricing failure is named in ``errors``."""
-    con = history_connection(store)
+    db = history_connection(store)
     past = History()
-    try:
-        if con is not None:
-            past = load_history(con, now_s - config.lookback_s, now_s)
-    except duckdb.Error as exc:
-        log.info("no history read: %s", exc)
+    if db is not None:
+        with db[1]:
+            try:
+                past = load_history(db[0], now_s - config.lookback_s, now_s)
+            except duckdb.Error as exc:
+                log.info("no history read: %s", exc)
     decided = _timed("decisions", lambda: costs(incidents, store, inventory, now_s, config, past), errors,
                      timings) or {}
     if act is not None:
         act(decided)
-    try:
-        if con is not None:
-            record_history(con, incidents, decided, now_s)
-    except duckdb.Error as exc:
-        log.info("history not written: %s", exc)
+    if db is not None:
+        _write_history(db[0], db[1], incidents, decided, now_s)
     return decided
+
+
+def _write_history(con: duckdb.DuckDBPyConnection, lock: threading.RLock, incidents: Sequence[Incident],
+                   decided: Mapping[str, Decided], now_s: float) -> None:
+    """:func:`record_history` in one transaction of its own, under the store's lock (a failure rolls
+    it back and leaves the connection clean for the next writer)."""
+    with lock:
+        try:
+            con.execute("BEGIN TRANSACTION").fetchall()
+            record_history(con, incidents, decided, now_s)
+            con.execute("COMMIT").fetchall()
+        except duckdb.Error as exc:
+            log.info("history not written: %s", exc)
+            with contextlib.suppress(duckdb.Error):         # a failed COMMIT has rolled back already
+                con.execute("ROLLBACK").fetchall()
