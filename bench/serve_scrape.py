@@ -94,7 +94,7 @@ def bench(nodes: int, seconds: float, live: Any) -> dict[str, float]:
             return _measure(proc, url, live.TOKEN, seconds, nodes)
         finally:
             proc.terminate()
-            proc.wait(120)
+            proc.wait(300)                    # serve finishes its step first (a minute at 10,240 GPUs)
             pages.terminate()
             pages.join(10)
 
