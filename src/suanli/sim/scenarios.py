@@ -62,6 +62,8 @@ _DESC = {
     "pcie_riser": "a bad riser: PCIe AER storm and replays, GPU over 85 C, RDMA retransmits on its NIC",
     "gpu_straggler": "one rank's SM clock is low with no error; the whole job waits for it",
     "nvlink_degradation": "NVLink bandwidth of one GPU down 40 % with Xid 74; its tensor-parallel group slows",
+    "nvswitch_fault": "an NVSwitch chip fails (fatal SXid on its links, Xid 74 on every GPU of the node); "
+                      "the node's NVLink bandwidth drops by the chip's share",
     "switch_port_errors": "a leaf port drops 0.1 % of packets as CRC errors; rings crossing it crawl",
     "optical_degradation": "an optic's pre-FEC BER rises by orders of magnitude; one-way latency up",
     "nic_down": "a NIC's link goes down; its series stop, the job stalls, restarts on the other rails",
@@ -120,6 +122,10 @@ def _candidates(c: SimCluster, nets: dict[str, JobNet], category: str) -> list[t
         return [(g, [j.id]) for j in c.jobs for g in j.ranks]
     if kind == "job":
         return [(j.id, [j.id]) for j in c.jobs]
+    if kind == "nvswitch":
+        nodes = sorted({g.split("/")[0] for j in c.jobs for g in j.ranks})
+        return [(w, [j.id for j in c.jobs if any(g.startswith(n + "/") for g in j.ranks)])
+                for n in nodes for w in c.nvswitches(n)]
     if kind == "storage":
         return [(j.storage, [k.id for k in c.jobs if k.storage == j.storage]) for j in c.jobs]
     out: list[tuple[str, list[str]]] = []

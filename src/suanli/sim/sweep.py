@@ -22,7 +22,7 @@ PAIRS: tuple[tuple[str, str], ...] = (
     ("switch_port_errors", "gpu_thermal"), ("storage_slow", "nvlink_degradation"),
     ("optical_degradation", "gpu_memory_degradation"), ("nic_down", "gpu_straggler"),
     ("collective_hang", "pcie_riser"), ("oom", "gpu_lost"), ("gpu_memory_failure", "switch_port_errors"),
-    ("pcie_riser", "storage_slow"),
+    ("pcie_riser", "storage_slow"), ("optical_degradation", "nvswitch_fault"),
 )
 
 
