@@ -213,8 +213,9 @@ def _missed_table(scores: list[Score], runs: dict[str, SweepRun]) -> list[str]:
     for s in scores:
         run = runs[s.label]
         for cat in s.missed:
-            shape = next(f.shape for f in run.scenario.faults if f.category == cat)
-            notes = [f"shape {shape}", f"{run.nodes} nodes"]
+            req = next(f for f in run.scenario.faults if f.category == cat)
+            notes = [f"shape {req.shape}" + (" (no kernel line in the window)" if req.quiet_logs else ""),
+                     f"{run.nodes} nodes"]
             notes += ["no storage latency series"] if not run.scenario.storage_probe else []
             notes += ["two faults"] if run.kind == "pair" else []
             rows[f"{cat}: {', '.join(notes)}"] += 1

@@ -53,6 +53,7 @@ class Fault:
     precursor_s: float = 0.0           # gpu_memory_failure: SBEs climb for this long before the DBE
     jobs: list[str] = field(default_factory=list)
     shape: str = "step"                # step | ramp | transient | running (suanli.sim.scenarios.SHAPES)
+    quiet_logs: bool = False           # running: every kernel line it printed came before the window
 
     @property
     def kind(self) -> str:

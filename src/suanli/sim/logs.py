@@ -92,8 +92,11 @@ def _switch_kernel(f: Fault, rng: np.random.Generator) -> list[tuple[float, str]
 
 
 def _fault_kernel(c: SimCluster, f: Fault, t0: float, t1: float, rng: np.random.Generator) -> list[tuple[float, str]]:
-    """Kernel records of one fault; repeating ones stop when it recovers and never precede the window."""
+    """Kernel records of one fault; repeating ones stop when it recovers and never precede the window
+    (a running fault with ``quiet_logs`` printed them all before it: none)."""
     out: list[tuple[float, str]] = []
+    if f.quiet_logs and f.start_s < t0:
+        return out
     first = f.start_s if f.start_s >= t0 else t0 + float(rng.uniform(0.0, 30.0))
     t1 = t1 if f.end_s is None else min(t1, f.end_s)
     if f.kind == "gpu":

@@ -18,7 +18,8 @@ Progress = Callable[[str, int, int], None]
 
 # How a fault may unfold in time: a ``step`` (its usual ramp), a slow ``ramp`` over a quarter to
 # two fifths of the window, a ``transient`` that rises and recovers inside the window (5-8 min), or
-# ``running`` already when the window opens. Faults that are events (a DBE, a GPU off the bus, a
+# ``running`` already when the window opens (``quiet_logs``: with no kernel line left in the window, as
+# a link that trained down once and logged its Xid then). Faults that are events (a DBE, a GPU off the bus, a
 # hang, an OOM, a link down) only come as steps: their signature is the event.
 LEVELS = ("step", "ramp", "transient", "running")
 SHAPES: dict[str, tuple[str, ...]] = {c: LEVELS for c in (
@@ -36,6 +37,7 @@ class FaultRequest:
     delay_s: float = 0.0                # after the earlier fault / the drawn onset
     precursor_s: float = 0.0            # gpu_memory_failure: SBEs climb this long before the DBE
     shape: str = "step"                 # one of SHAPES[category] (step for every category)
+    quiet_logs: bool = False            # running only: its kernel lines all came before the window
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.ra
         start, ramp, end, shape = _shaped(req, start, rng, t0, t1) if req.shape != "step" else \
             (start, DEFAULT_RAMP_S.get(req.category, 1.0), None, "step")
         faults.append(Fault(req.category, root, round(start, 3), mag, None if end is None else round(end, 3), ramp,
-                            True, req.precursor_s, sorted(jobs), shape))
+                            True, req.precursor_s, sorted(jobs), shape, req.quiet_logs and shape == "running"))
     return faults
 
 
