@@ -30,6 +30,7 @@ import httpx
 from suanli.errors import InputError
 from suanli.ingest.log_config import LogConfig
 from suanli.ingest.log_head import parse_head
+from suanli.ingest.log_time import with_clock
 from suanli.ingest.logs import parse_log_lines
 from suanli.ingest.records import Event, IngestReport
 from suanli.inventory import Resolver
@@ -170,13 +171,17 @@ def _pages(client: LokiClient, logql: str, start_ns: int, end_ns: int) -> Iterat
 
 
 def read_loki(client: LokiClient, logql: str, start: float, end: float, resolver: Resolver | None,
-              report: IngestReport, config: LogConfig | None = None) -> Iterator[Event]:
+              report: IngestReport, config: LogConfig | None = None, *, timezone: str | None = None,
+              boot_times: Mapping[str, Sequence[float]] | None = None) -> Iterator[Event]:
     """Events of the streams a LogQL selector picks in ``[start, end]`` (seconds), one stream at a
-    time as if each were its file."""
+    time as if each were its file. Lines are placed as file ingest places them: local-time stamps
+    (``dmesg -T``, syslog) in ``timezone`` (the inventory's), seconds since boot by ``boot_times``
+    (host -> node-exporter's ``node_boot_time_seconds``: :func:`suanli.store.boot_times.boot_times`
+    of the metrics store), each unless ``config`` sets its own."""
     streams: dict[tuple[tuple[str, str], ...], list[Entry]] = {}
     for labels, entries in _pages(client, logql, round(start * 1e9), round(end * 1e9) + 1):
         streams.setdefault(labels, []).extend(entries)
-    base = config or LogConfig()
+    base = with_clock(config or LogConfig(), timezone, boot_times)
     for labels, entries in sorted(streams.items()):
         entries.sort(key=lambda e: e[0])
         tags = dict(labels)
