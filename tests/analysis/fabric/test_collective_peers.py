@@ -48,3 +48,14 @@ def test_symbol_errors_on_one_nic_far_above_its_peers_blame_its_port() -> None:
     rates = {**dict.fromkeys(RAIL0_NICS, 0.5), "node-003/mlx5_0": 10.0}
     res = _run(_symbols(rates))
     assert [(f.category, f.entity_id) for f in res.findings] == [("switch_port_errors", "leaf-02/p1")]
+
+
+def test_a_long_rail_gives_each_nic_its_nearest_peers_only() -> None:
+    # a rail of 10 NICs, at most 4 peers: the two before and the two after in the rail's order
+    from suanli.analysis.fabric.peers import _near
+
+    rail = [f"n{i}" for i in range(10)]
+    assert _near(rail, 5, 4) == ["n3", "n4", "n6", "n7"]
+    assert _near(rail, 0, 4) == ["n8", "n9", "n1", "n2"]            # wrapping round the rail
+    assert _near(rail[:4], 1, 4) == ["n0", "n2", "n3"]                # short rail: all the others
+    assert all(len(v) <= 3 for v in collective_peers(INV, max_peers=3).values())
