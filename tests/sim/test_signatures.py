@@ -201,3 +201,13 @@ def test_nvswitch_fault_cuts_every_gpu_of_its_node_by_the_chips_share(tmp_path: 
         after = statistics.median(v for t, v in bw[gid] if t > f["start_s"] + 30 and v < 1e13)
         # the chip carries a quarter of each GPU's links: its GPUs keep 1 - 1/4 of their bandwidth
         assert after / before == pytest.approx(0.75 if gid.startswith(node + "/") else 1.0, abs=0.04), gid
+
+
+@pytest.mark.parametrize("model,chips", [("A100-SXM", 6), ("B200", 2)])
+def test_nvswitch_fault_takes_one_chips_share_on_other_baseboards(model: str, chips: int, tmp_path: Path) -> None:
+    sc = Scenario("nvs", "", (FaultRequest("nvswitch_fault"),), (JobRequest(),), nodes=4, gpu_model=model)
+    d = simulate_custom(sc, tmp_path / "s", seed=5, minutes=8)
+    f = truth(d)["faults"][0]
+    node = f["root_cause"]["id"].split("/")[0]
+    assert len(load_inventory(d / "inventory.yaml").nodes[node].nvswitches) == chips
+    assert f["params"]["magnitude"] == pytest.approx(1 - 1 / chips)          # 5/6 on A100, 1/2 on B200

@@ -25,7 +25,7 @@ DEFAULT_MAGNITUDE: dict[str, float] = {
     "pcie_riser": 0.6,                 # NIC bandwidth factor through the flaky riser
     "gpu_straggler": 0.8,              # SM clock factor
     "nvlink_degradation": 0.6,         # NVLink bandwidth factor (-40 %)
-    "nvswitch_fault": 0.75,            # NVLink bandwidth factor of every GPU of its node (one chip of four lost)
+    "nvswitch_fault": 0.75,            # NVLink factor of its node's GPUs: one chip of four lost (scenarios: 1 - 1/chips)
     "switch_port_errors": 1e-3,        # CRC error ratio
     "optical_degradation": 1e-8,       # pre-FEC BER reached (a failing optic: four decades up)
     "nic_down": 1.0,

@@ -170,13 +170,21 @@ def _shaped(req: FaultRequest, start: float, rng: np.random.Generator, t0: float
     return start, ramp, None, "step"
 
 
+def _default_magnitude(category: str, c: SimCluster) -> float:
+    """The category's default; a failing NVSwitch chip takes its share of every GPU's links: one of
+    the baseboard's chips (4 on H100: x0.75; 6 on A100; 2 on B200)."""
+    if category == "nvswitch_fault":
+        return 1.0 - 1.0 / c.gpu.nvswitches
+    return DEFAULT_MAGNITUDE[category]
+
+
 def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.random.Generator,
                 t0: float, t1: float) -> list[Fault]:
     """Draws each fault's root among plausible entities and its onset a third to half into the window."""
     faults: list[Fault] = []
     onset = t0 + (t1 - t0) * float(rng.uniform(1 / 3, 1 / 2))
     for req in sc.faults:
-        mag = req.magnitude if req.magnitude is not None else DEFAULT_MAGNITUDE[req.category]
+        mag = req.magnitude if req.magnitude is not None else _default_magnitude(req.category, c)
         if req.same_root_as is not None:
             prev = faults[req.same_root_as]
             root, jobs, start = prev.root, list(prev.jobs), prev.start_s + req.delay_s
