@@ -79,14 +79,19 @@ def test_read_loki_places_local_and_since_boot_stamps_like_file_ingest(tmp_path:
     boot_s = 1772582400.0                                                   # 2026-03-04T00:00:00Z
     xid = "NVRM: Xid (PCI:0000:{bus}:00): 79, pid=1234, name=python, GPU has fallen off the bus."
     lines = [f"[Wed Mar  4 10:00:00 2026] {xid.format(bus='18')}\n", f"[12345.678000] {xid.format(bus='2a')}\n"]
-    model = LokiModel({"kern.log": file_entries(lines, default_ns=int(boot_s * 1e9))}, limit=50)
     store = DuckStore(None)
     prom = tmp_path / "node.prom"
     prom.write_text(f'node_boot_time_seconds{{instance="node-001:9100",job="node"}} {boot_s} {int(boot_s * 1000) + 1}\n')
     load_paths([prom], store)
     store.flush()
+    clock = LogConfig(default_host="node-001", timezone="Asia/Shanghai", boot_times=boot_times(store))
+    # pushed at the times they happened: 02:00Z and boot + 12345.678 s (to the microsecond, in ns)
+    entries = file_entries(lines, default_ns=0, config=clock)
+    assert [ts for ts, _ in entries] == [int(boot_s + 2 * 3600) * 10**9, int(boot_s + 12345) * 10**9 + 678_000_000]
+    model = LokiModel({"kern.log": entries}, limit=50)
     inv = load_inventory(shared_path("scenarios", "switch_port_errors", "inventory.yaml"))
-    got = read_loki(model, "{}", boot_s, boot_s + 86400, inv.resolver, IngestReport(),  # type: ignore[arg-type]
+    # a query for boot + 1 h .. 4 h finds both (pushed unplaced, the first would sit at 10:00Z, outside)
+    got = read_loki(model, "{}", boot_s + 3600, boot_s + 4 * 3600, inv.resolver, IngestReport(),  # type: ignore[arg-type]
                     LogConfig(default_host="node-001"), timezone="Asia/Shanghai", boot_times=boot_times(store))
     assert {e.entity_id: e.ts for e in got} == {"node-001/gpu0": boot_s + 2 * 3600, "node-001/gpu1": boot_s + 12345.678}
 
