@@ -1,6 +1,6 @@
 """The sweep's machinery for ``bench/diagnosis.py``: simulate, diagnose, score, report.
 
-Each run of ``suanli.sim.sweep.sweep_runs`` (3 seeds x 8, 16, 32, 128 nodes x 13 categories, a
+Each run of ``suanli.sim.sweep.sweep_runs`` (3 seeds x 8, 16, 32, 128 nodes x 14 categories, a
 healthy run and two two-fault runs per seed and size; 20-minute windows) is simulated, diagnosed
 in-process and scored against its truth.json: a fault is found when an incident has its category
 and root-cause id; every other incident is false. Reported: found / false / missed per category,
@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from suanli.sim import simulate_custom
+from suanli.sim.faults import CATEGORIES
 from suanli.sim.sweep import SweepRun
 from suanli.timefmt import parse_time
 
@@ -212,8 +213,9 @@ def _missed_table(scores: list[Score], runs: dict[str, SweepRun]) -> list[str]:
     for s in scores:
         run = runs[s.label]
         for cat in s.missed:
-            shape = next(f.shape for f in run.scenario.faults if f.category == cat)
-            notes = [f"shape {shape}", f"{run.nodes} nodes"]
+            req = next(f for f in run.scenario.faults if f.category == cat)
+            notes = [f"shape {req.shape}" + (" (no kernel line in the window)" if req.quiet_logs else ""),
+                     f"{run.nodes} nodes"]
             notes += ["no storage latency series"] if not run.scenario.storage_probe else []
             notes += ["two faults"] if run.kind == "pair" else []
             rows[f"{cat}: {', '.join(notes)}"] += 1
@@ -259,7 +261,7 @@ def report(scores: list[Score], runs: dict[str, SweepRun], seeds: tuple[int, ...
     lines = [
         "## diagnosis", "",
         f"`python bench/diagnosis.py`: {len(scores)} of {len(runs)} runs done (seeds {list(seeds)} x sizes {list(sizes)} "
-        f"nodes x 13 categories, a healthy run and two two-fault runs per seed and size; {minutes:.0f}-minute "
+        f"nodes x {len(CATEGORIES)} categories, a healthy run and two two-fault runs per seed and size; {minutes:.0f}-minute "
         f"windows), every nuisance on (`Nuisances.sweep()`), the variants spread over the runs (docs/simulator.md). "
         f"Machine: 2 cores shared with other jobs; simulate + diagnose {run_s / 60:.0f} min in all. Runs done by "
         f"size and seed: {_done_by(scores)}.", "",

@@ -1,7 +1,7 @@
 """Diagnosis quality over the simulator's sweep: every nuisance on, every category, healthy and
 two-fault runs, and where diagnose's time goes on the 128-node runs.
 
-Each run of ``suanli.sim.sweep.sweep_runs`` (3 seeds x 8, 16, 32, 128 nodes x 13 categories, a
+Each run of ``suanli.sim.sweep.sweep_runs`` (3 seeds x 8, 16, 32, 128 nodes x 14 categories, a
 healthy run and two two-fault runs per seed and size; 20-minute windows) is simulated with
 ``Nuisances.sweep()``, diagnosed in-process and scored against its truth.json: a fault is found
 when an incident has its category and root-cause id; every other incident is false. Reported in

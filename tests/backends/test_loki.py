@@ -1,6 +1,6 @@
 """Loki: a public scenario's kernel.log and trainer.log pushed into a real Grafana Loki and read back
 through query_range give the events that parsing the files gives; the paging and the pusher's
-timestamps checked on their own.
+timestamps checked on their own, and read_loki's placing of local-time and since-boot stamps.
 
 Grafana Loki is not packaged for Debian (Debian's ``loki`` is a genetic linkage program), so the
 round trip runs where a Loki 2.x binary is given (``SUANLI_LOKI_BIN``, or a ``loki`` on PATH that
@@ -19,10 +19,14 @@ from typing import Any
 
 import pytest
 
+from suanli.ingest.load import load_paths
+from suanli.ingest.log_config import LogConfig
 from suanli.ingest.logs import read_log
 from suanli.ingest.loki import LokiClient, LokiConfig, _pages, file_entries, read_loki
 from suanli.ingest.records import IngestReport
 from suanli.inventory import load_inventory
+from suanli.store.boot_times import boot_times
+from suanli.store.duck import DuckStore
 from tests.backends.servers import Server, _spawn, _wait_ready, free_port
 from tests.conftest import missing, shared_path
 
@@ -67,6 +71,29 @@ def test_paging_returns_every_entry_once_across_equal_timestamps() -> None:
         got.setdefault(dict(labels)["filename"], []).extend(entries)
     assert {k: sorted(v) for k, v in got.items()} == streams
     assert model.calls >= 3
+
+
+def test_read_loki_places_local_and_since_boot_stamps_like_file_ingest(tmp_path: Path) -> None:
+    # a dmesg -T line (10:00 wall clock in the inventory's Asia/Shanghai: 02:00Z) and a raw dmesg
+    # line (12345.678 s after node-001's boot, which the metrics store holds), read back from Loki
+    boot_s = 1772582400.0                                                   # 2026-03-04T00:00:00Z
+    xid = "NVRM: Xid (PCI:0000:{bus}:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+    lines = [f"[Wed Mar  4 10:00:00 2026] {xid.format(bus='18')}\n", f"[12345.678000] {xid.format(bus='2a')}\n"]
+    store = DuckStore(None)
+    prom = tmp_path / "node.prom"
+    prom.write_text(f'node_boot_time_seconds{{instance="node-001:9100",job="node"}} {boot_s} {int(boot_s * 1000) + 1}\n')
+    load_paths([prom], store)
+    store.flush()
+    clock = LogConfig(default_host="node-001", timezone="Asia/Shanghai", boot_times=boot_times(store))
+    # pushed at the times they happened: 02:00Z and boot + 12345.678 s (to the microsecond, in ns)
+    entries = file_entries(lines, default_ns=0, config=clock)
+    assert [ts for ts, _ in entries] == [int(boot_s + 2 * 3600) * 10**9, int(boot_s + 12345) * 10**9 + 678_000_000]
+    model = LokiModel({"kern.log": entries}, limit=50)
+    inv = load_inventory(shared_path("scenarios", "switch_port_errors", "inventory.yaml"))
+    # a query for boot + 1 h .. 4 h finds both (pushed unplaced, the first would sit at 10:00Z, outside)
+    got = read_loki(model, "{}", boot_s + 3600, boot_s + 4 * 3600, inv.resolver, IngestReport(),  # type: ignore[arg-type]
+                    LogConfig(default_host="node-001"), timezone="Asia/Shanghai", boot_times=boot_times(store))
+    assert {e.entity_id: e.ts for e in got} == {"node-001/gpu0": boot_s + 2 * 3600, "node-001/gpu1": boot_s + 12345.678}
 
 
 def _grafana_loki() -> str | None:

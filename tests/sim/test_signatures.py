@@ -173,3 +173,41 @@ def test_seed_riser_aer_rate_and_heat(tmp_path: Path) -> None:
     assert per_min[next(iter(hot))] / ((span_min[1] - span_min[0]) / 60) > 100
     temps = [(t, v) for t, v in _temps(d, "DCGM_FI_DEV_GPU_TEMP")[f["root_cause"]["id"]] if 85 < v < 1e6]
     assert temps[-1][0] - temps[0][0] >= 300
+
+
+def test_nvswitch_fault_cuts_every_gpu_of_its_node_by_the_chips_share(tmp_path: Path) -> None:
+    d = simulate("nvswitch_fault", tmp_path / "s", seed=4, nodes=4, minutes=10)
+    f = truth(d)["faults"][0]
+    root = f["root_cause"]["id"]
+    node, chip = root.split("/nvswitch")
+    assert f["root_cause"]["kind"] == "nvswitch"
+    inv = load_inventory(d / "inventory.yaml")
+    assert [w.index for w in inv.nodes[node].nvswitches] == [0, 1, 2, 3]      # an H100 baseboard's four chips
+    pci = (inv.nvswitches[root].pci_bus_id or "")[4:].lower()
+    lines = (d / "kernel.log").read_text().splitlines()
+    sxid = [x for x in lines if "SXid" in x]
+    fatal = [x for x in sxid if ", Fatal, Link " in x]
+    # one fatal LTSSM Fault Up record per link to each of the node's 8 GPUs, three lines each, on that chip only
+    assert len(sxid) == 3 * 8 and len(fatal) == 8
+    assert all(f" {node} kernel: nvidia-nvswitch{chip}: SXid (PCI:{pci}): 20034, " in x for x in sxid)
+    buses = {g.pci_bus_id[4:-2].lower(): g.id for g in inv.gpus.values() if g.node == node and g.pci_bus_id}
+    xid74 = {buses[x.split("Xid (PCI:")[1].split(")")[0]] for x in lines if f" {node} kernel: NVRM: Xid" in x and "): 74," in x}
+    assert xid74 == {g.id for g in inv.gpus.values() if g.node == node}
+    assert not [x for x in lines if "Xid" in x and f" {node} kernel:" not in x]
+    bw = _temps(d, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+    job_gpus = {r.gpu for j in inv.jobs.values() for r in j.ranks}
+    for gid in sorted(job_gpus):
+        before = statistics.median(v for t, v in bw[gid] if t < f["start_s"] and v < 1e13)
+        after = statistics.median(v for t, v in bw[gid] if t > f["start_s"] + 30 and v < 1e13)
+        # the chip carries a quarter of each GPU's links: its GPUs keep 1 - 1/4 of their bandwidth
+        assert after / before == pytest.approx(0.75 if gid.startswith(node + "/") else 1.0, abs=0.04), gid
+
+
+@pytest.mark.parametrize("model,chips", [("A100-SXM", 6), ("B200", 2)])
+def test_nvswitch_fault_takes_one_chips_share_on_other_baseboards(model: str, chips: int, tmp_path: Path) -> None:
+    sc = Scenario("nvs", "", (FaultRequest("nvswitch_fault"),), (JobRequest(),), nodes=4, gpu_model=model)
+    d = simulate_custom(sc, tmp_path / "s", seed=5, minutes=8)
+    f = truth(d)["faults"][0]
+    node = f["root_cause"]["id"].split("/")[0]
+    assert len(load_inventory(d / "inventory.yaml").nodes[node].nvswitches) == chips
+    assert f["params"]["magnitude"] == pytest.approx(1 - 1 / chips)          # 5/6 on A100, 1/2 on B200

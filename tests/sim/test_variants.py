@@ -165,6 +165,24 @@ def test_a_fault_already_running_when_the_window_opens(tmp_path: Path) -> None:
     assert min(stamps) >= t0                                               # nothing written before the window
 
 
+def test_a_quiet_running_nvlink_fault_shows_only_in_its_bandwidth(tmp_path: Path) -> None:
+    sc = Scenario("q", "", (FaultRequest("nvlink_degradation", shape="running", quiet_logs=True),), (JobRequest(),),
+                  nodes=4)
+    d = simulate_custom(sc, tmp_path / "q", seed=8, minutes=10, nuisances=Nuisances(noise=QUIET))
+    tr = truth(d)
+    (f,) = tr["faults"]
+    t0 = parse_time(tr["window"]["start"])
+    assert f["start_s"] < t0 and f["params"]["quiet_logs"] is True
+    assert "Xid" not in (d / "kernel.log").read_text()                   # its Xid 74 came before the window
+    root = f["root_cause"]["id"]
+    node = root.split("/")[0]
+    bw = _grid(d, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+    mates = [g for g in _job_gpus(d, f["jobs"][0]) if g.startswith(node + "/") and g != root]
+    for t in sorted(bw[root])[:4]:                                       # the first minute: already at 0.6
+        peer = statistics.median(bw[g][t] for g in mates)
+        assert bw[root][t] / peer == pytest.approx(0.6, abs=0.06)        # magnitude 0.6, 3 % noise each
+
+
 def test_a_storage_without_latency_series_still_shows_in_its_readers_data_load(tmp_path: Path) -> None:
     sc = Scenario("np", "", (FaultRequest("storage_slow"),), (JobRequest(),), nodes=4, storage_probe=False)
     d = simulate_custom(sc, tmp_path / "n", seed=9, minutes=10, nuisances=Nuisances(noise=QUIET))

@@ -38,7 +38,7 @@ from suanli.ingest.log_head import Head
 from suanli.ingest.resolve import host_of
 from suanli.inventory import Resolver
 
-__all__ = ["ANY_HOST", "BOOT_METRIC", "Placer", "boot_times_from_metrics", "for_ingest", "zone"]
+__all__ = ["ANY_HOST", "BOOT_METRIC", "Placer", "boot_times_from_metrics", "for_ingest", "with_clock", "zone"]
 
 BOOT_METRIC = "node_boot_time_seconds"
 ANY_HOST = ""
@@ -160,18 +160,38 @@ class Placer:
 
     def boot(self, host: str | None) -> float | None:
         """The host's boot time (``LogConfig.boot_time_s`` when the metrics give none). Of several
-        (a host that rebooted in the window), the latest: a ring buffer holds the current boot's lines."""
-        times = self.boots.get(host or ANY_HOST) or self.boots.get(ANY_HOST)
+        (a host that rebooted in the window), the latest: a ring buffer holds the current boot's lines.
+        A host not known at the start is looked up in ``LogConfig.boot_times`` again (a live
+        mapping, :class:`suanli.store.boot_times.LiveBootTimes`, learns hosts as they are scraped)."""
+        key = host or ANY_HOST
+        times = self.boots.get(key) or self.boots.get(ANY_HOST)
+        if not times and self.config.boot_times:
+            fresh = self.config.boot_times.get(key) or self.config.boot_times.get(ANY_HOST)
+            if fresh:
+                times = self.boots[key] = sorted(set(fresh))
         return times[-1] if times else self.config.boot_time_s
+
+
+def with_clock(config: LogConfig, timezone: str | None,
+               boot_times: Mapping[str, Sequence[float]] | None) -> LogConfig:
+    """``config`` with the inventory's ``timezone`` (unless it sets one) and ``boot_times`` added to
+    any it gives (its own win); a live mapping (:class:`suanli.store.boot_times.LiveBootTimes`) is
+    kept as it is when ``config`` gives none, so hosts scraped later are still found."""
+    if boot_times is None:
+        boots = config.boot_times
+    elif not config.boot_times and not isinstance(boot_times, dict):
+        boots = boot_times                                  # type: ignore[assignment]
+    else:
+        boots = {**{h: tuple(v) for h, v in boot_times.items()}, **config.boot_times}
+    return dataclasses.replace(config, boot_times=boots,
+                               timezone=config.timezone if config.timezone is not None else timezone)
 
 
 def for_ingest(config: LogConfig, metrics: Sequence[Path], resolver: Resolver | None,
                timezone: str | None) -> LogConfig:
     """The log settings of one ingest: the inventory's timezone (unless set), and the boot times of
     the metrics files read with the logs (added to any given)."""
-    boots = {h: tuple(v) for h, v in boot_times_from_metrics(metrics, resolver).items()}
-    return dataclasses.replace(config, boot_times={**boots, **config.boot_times},
-                               timezone=config.timezone if config.timezone is not None else timezone)
+    return with_clock(config, timezone, boot_times_from_metrics(metrics, resolver))
 
 
 def boot_times_from_metrics(paths: Iterable[Path], resolver: Resolver | None) -> dict[str, list[float]]:

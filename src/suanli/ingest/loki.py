@@ -30,6 +30,7 @@ import httpx
 from suanli.errors import InputError
 from suanli.ingest.log_config import LogConfig
 from suanli.ingest.log_head import parse_head
+from suanli.ingest.log_time import Placer, with_clock
 from suanli.ingest.logs import parse_log_lines
 from suanli.ingest.records import Event, IngestReport
 from suanli.inventory import Resolver
@@ -122,16 +123,25 @@ class LokiClient:
         raise InputError(f"push refused: {last}", file=url)
 
 
-def file_entries(lines: Iterable[str], *, default_ns: int, year: int | None = None) -> list[Entry]:
+def file_entries(lines: Iterable[str], *, default_ns: int, year: int | None = None,
+                 config: LogConfig | None = None) -> list[Entry]:
     """Loki entries for a file's lines, in file order, with strictly increasing timestamps
-    (``default_ns`` before the first line with a time of its own; ``year`` for syslog heads)."""
+    (``default_ns`` before the first line with a time of its own; ``year`` for syslog heads).
+    With ``config`` a line's time is placed as ingest places it (its ``timezone`` for local-time
+    stamps, its ``boot_times`` and ``default_host`` for seconds since boot), so Loki holds each
+    line at the time it happened and a query for that time finds it."""
     year = time.gmtime().tm_year if year is None else year
+    placer = Placer(dataclasses.replace(config, assume_year=year)) if config is not None else None
     out: list[Entry] = []
     prev = default_ns - 1
     for raw in lines:
         line = raw.rstrip("\n").rstrip("\r")
         head = parse_head(line, year) if line else None
-        own = head.ts if head is not None else math.nan
+        if head is not None and placer is not None:
+            fallback = placer.config.default_host                # as the log reader picks the host
+            own = placer.place(head, fallback if head.addr_host and fallback else head.host or fallback)[0]
+        else:
+            own = head.ts if head is not None else math.nan
         ts = round(own * 1e6) * 1000 if math.isfinite(own) else prev + 1     # heads carry up to µs
         prev = max(ts, prev + 1)
         out.append((prev, line))
@@ -170,13 +180,17 @@ def _pages(client: LokiClient, logql: str, start_ns: int, end_ns: int) -> Iterat
 
 
 def read_loki(client: LokiClient, logql: str, start: float, end: float, resolver: Resolver | None,
-              report: IngestReport, config: LogConfig | None = None) -> Iterator[Event]:
+              report: IngestReport, config: LogConfig | None = None, *, timezone: str | None = None,
+              boot_times: Mapping[str, Sequence[float]] | None = None) -> Iterator[Event]:
     """Events of the streams a LogQL selector picks in ``[start, end]`` (seconds), one stream at a
-    time as if each were its file."""
+    time as if each were its file. Lines are placed as file ingest places them: local-time stamps
+    (``dmesg -T``, syslog) in ``timezone`` (the inventory's), seconds since boot by ``boot_times``
+    (host -> node-exporter's ``node_boot_time_seconds``: :func:`suanli.store.boot_times.boot_times`
+    of the metrics store), each unless ``config`` sets its own."""
     streams: dict[tuple[tuple[str, str], ...], list[Entry]] = {}
     for labels, entries in _pages(client, logql, round(start * 1e9), round(end * 1e9) + 1):
         streams.setdefault(labels, []).extend(entries)
-    base = config or LogConfig()
+    base = with_clock(config or LogConfig(), timezone, boot_times)
     for labels, entries in sorted(streams.items()):
         entries.sort(key=lambda e: e[0])
         tags = dict(labels)

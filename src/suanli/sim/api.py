@@ -76,7 +76,8 @@ def _summary(tl: JobTimeline, a: float, b: float) -> dict[str, Any] | None:
 def _fault_truth(f: Fault) -> dict[str, Any]:
     return {"category": f.category, "root_cause": {"kind": f.kind, "id": f.root}, "start": to_rfc3339(f.start_s),
             "end": to_rfc3339(f.end_s), "jobs": f.jobs,
-            "params": {"magnitude": f.magnitude, "shape": f.shape, "ramp_s": round(f.ramp_s, 1)}}
+            "params": {"magnitude": f.magnitude, "shape": f.shape, "ramp_s": round(f.ramp_s, 1),
+                       "quiet_logs": f.quiet_logs}}
 
 
 def _truth(sc: Scenario, seed: int, c: SimCluster, faults: list[Fault], tls: list[JobTimeline],

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from suanli.sim.hardware import GPU_CATALOG, GPU_PCI_BUS, NIC_PCI_BUS, SimGpuModel
+from suanli.sim.hardware import GPU_CATALOG, GPU_PCI_BUS, NIC_PCI_BUS, NVSWITCH_PCI_BUS, SimGpuModel
 
-__all__ = ["MAX_NODES", "MIN_NODES", "ClusterSpec", "SimCluster", "SimJob", "SimNic", "SimNode", "build_cluster"]
+__all__ = ["MAX_NODES", "MIN_NODES", "ClusterSpec", "SimCluster", "SimJob", "SimNic", "SimNode", "build_cluster",
+           "gpu_pci", "nvswitch_pci"]
 
 MIN_NODES, MAX_NODES = 2, 1280
 """The cluster sizes the twin builds, in nodes (both included)."""
@@ -103,6 +104,10 @@ class SimCluster:
     def node(self, node_id: str) -> SimNode:
         return self.nodes[int(node_id.split("-")[1]) - 1]
 
+    def nvswitches(self, node_id: str) -> list[str]:
+        """Canonical ids of a node's NVSwitch chips (``node-001/nvswitch0`` ...)."""
+        return [f"{node_id}/nvswitch{k}" for k in range(self.gpu.nvswitches)]
+
     def nic_for_gpu(self, gpu_id: str) -> SimNic:
         node_id, g = gpu_id.split("/gpu")
         node = self.node(node_id)
@@ -175,3 +180,7 @@ def build_cluster(spec: ClusterSpec, rng: np.random.Generator, name: str) -> Sim
 
 def gpu_pci(index: int) -> str:
     return f"00000000:{GPU_PCI_BUS[index]}:00.0"
+
+
+def nvswitch_pci(index: int) -> str:
+    return f"00000000:{NVSWITCH_PCI_BUS[index]}:00.0"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from suanli.sim.state import BUSY, CKPT, IDLE, INIT, STALL
+from suanli.sim.state import BUSY, CKPT, IDLE, INIT, STALL, nvlink_grid
 
 if TYPE_CHECKING:
     from suanli.sim.metrics import World
@@ -161,7 +161,7 @@ def _nvlink(w: World, sc: GpuStateConfig, rng: np.random.Generator) -> np.ndarra
     g = w.grid
     bw = w.cluster.gpu.nvlink_Bps * w.tc.nvlink_busy_share * g.util * (1.0 + rng.normal(0, 0.03, g.util.shape))
     quiet = np.abs(rng.normal(sc.idle_nvlink_Bps, sc.idle_nvlink_Bps / 2, g.util.shape))
-    return np.round(np.where(g.mode == BUSY, np.maximum(bw, 0.0) * _factor(w, ("nvlink_degradation",)), quiet))
+    return np.round(np.where(g.mode == BUSY, np.maximum(bw, 0.0) * nvlink_grid(w.fx, g, w.ts), quiet))
 
 
 def physical_value(w: World, name: str, rng: np.random.Generator, sc: GpuStateConfig = GpuStateConfig()) -> np.ndarray:

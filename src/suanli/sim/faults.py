@@ -25,6 +25,7 @@ DEFAULT_MAGNITUDE: dict[str, float] = {
     "pcie_riser": 0.6,                 # NIC bandwidth factor through the flaky riser
     "gpu_straggler": 0.8,              # SM clock factor
     "nvlink_degradation": 0.6,         # NVLink bandwidth factor (-40 %)
+    "nvswitch_fault": 0.75,            # NVLink factor of its node's GPUs: one chip of four lost (scenarios: 1 - 1/chips)
     "switch_port_errors": 1e-3,        # CRC error ratio
     "optical_degradation": 1e-8,       # pre-FEC BER reached (a failing optic: four decades up)
     "nic_down": 1.0,
@@ -52,6 +53,7 @@ class Fault:
     precursor_s: float = 0.0           # gpu_memory_failure: SBEs climb for this long before the DBE
     jobs: list[str] = field(default_factory=list)
     shape: str = "step"                # step | ramp | transient | running (suanli.sim.scenarios.SHAPES)
+    quiet_logs: bool = False           # running: every kernel line it printed came before the window
 
     @property
     def kind(self) -> str:
@@ -76,8 +78,11 @@ class Effects:
         self.faults = faults
         self.cfg = cfg
         self.by_root: dict[str, list[Fault]] = {}
+        self.switch_faults: dict[str, list[Fault]] = {}    # node -> faults on its NVSwitch chips
         for f in faults:
             self.by_root.setdefault(f.root, []).append(f)
+            if f.category == "nvswitch_fault":
+                self.switch_faults.setdefault(f.root.split("/")[0], []).append(f)
 
     def of(self, root: str, category: str) -> Fault | None:
         for f in self.by_root.get(root, ()):
@@ -117,9 +122,21 @@ class Effects:
                 factor *= 1.0 - (1.0 - f.magnitude) * float(f.level(t))
         return factor
 
+    def nvlink_level(self, gpu: str, t: float | np.ndarray) -> np.ndarray:
+        """Share of its NVLink bandwidth a GPU keeps: its own links' fault times its node's switch faults
+        (a broken NVSwitch chip takes its links to every GPU of the node)."""
+        out = np.ones_like(np.asarray(t, dtype=np.float64))
+        own = self.of(gpu, "nvlink_degradation")
+        for f in ([own] if own else []) + self.switch_faults.get(gpu.split("/")[0], []):
+            out = out * (1.0 - (1.0 - f.magnitude) * f.level(t))
+        return out
+
     def nvlink_factor(self, gpu: str, t: float) -> float:
-        f = self.of(gpu, "nvlink_degradation")
-        return 1.0 if f is None else 1.0 - (1.0 - f.magnitude) * float(f.level(t))
+        return float(self.nvlink_level(gpu, t))
+
+    def switch_fault_of(self, gpu: str) -> Fault | None:
+        """The first fault on an NVSwitch chip of the GPU's node, if any."""
+        return next(iter(self.switch_faults.get(gpu.split("/")[0], [])), None)
 
     def riser_factor(self, gpu: str, t: float) -> float:
         f = self.of(gpu, "pcie_riser")
@@ -134,4 +151,5 @@ class Effects:
         return None if f is None else f.start_s
 
     def touched(self) -> set[str]:
-        return set(self.by_root)
+        """Every faulted entity, and the GPUs behind a faulted NVSwitch chip (8 per node)."""
+        return set(self.by_root) | {f"{n}/gpu{g}" for n in self.switch_faults for g in range(8)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from suanli.sim.cluster import SimCluster, SimJob, gpu_pci
+from suanli.sim.cluster import SimCluster, SimJob, gpu_pci, nvswitch_pci
 from suanli.timefmt import to_rfc3339
 
 __all__ = ["write_inventory"]
@@ -27,6 +27,9 @@ def _write_racks(c: SimCluster, f: TextIO) -> None:
         for g, uuid in enumerate(node.gpu_uuids):
             f.write(f"    - {{index: {g}, uuid: {uuid}, pci_bus_id: {_q(gpu_pci(g))}, model: {c.gpu.name}, "
                     f"pdu_port: {slot * 2 + g // 4 + 1}}}\n")
+        f.write("    nvswitches:\n")
+        for k in range(c.gpu.nvswitches):
+            f.write(f"    - {{index: {k}, pci_bus_id: {_q(nvswitch_pci(k))}}}\n")
         f.write("    nics:\n")
         for n in node.nics:
             f.write(f"    - {{name: {n.name}, mac: {_q(n.mac)}, gpu: {n.gpu}, switch_port: {n.port}, "

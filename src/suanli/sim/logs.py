@@ -7,7 +7,7 @@ from typing import TextIO
 
 import numpy as np
 
-from suanli.sim.cluster import SimCluster, gpu_pci
+from suanli.sim.cluster import SimCluster, gpu_pci, nvswitch_pci
 from suanli.sim.faults import Fault
 from suanli.sim.timeline import JobTimeline
 
@@ -69,9 +69,34 @@ def _aer(t: float, node: str, g: int, n: int) -> list[tuple[float, str]]:
             (t + 0.5, f"{p} AER: {n} Correctable errors suppressed (rate limited)")]
 
 
-def _fault_kernel(c: SimCluster, f: Fault, t0: float, t1: float, rng: np.random.Generator) -> list[tuple[float, str]]:
-    """Kernel records of one fault; repeating ones stop when it recovers and never precede the window."""
+def _sxid(t: float, node: str, k: int, link: int) -> list[tuple[float, str]]:
+    """A fatal SXid 20034 (LTSSM Fault Up) on one link of NVSwitch chip ``k``, printed as the driver
+    prints it: the text, the severity and the data line (format of the public samples)."""
+    p = f"{node} kernel: nvidia-nvswitch{k}: SXid (PCI:{nvswitch_pci(k)[4:].lower()}): 20034, "
+    return [(t, f"{p}Fatal, Link {link} LTSSM Fault Up"),
+            (t + 1.1e-5, f"{p}Severity 1 Engine instance {link} Sub-engine instance 00"),
+            (t + 1.5e-5, f"{p}Data {{0x50610002, 0x101000{link:02x}, 0x00000000, 0x101000{link:02x}, 0x00000000, "
+                         "0x00000000, 0x00000000, 0x00000000}")]
+
+
+def _switch_kernel(f: Fault, rng: np.random.Generator) -> list[tuple[float, str]]:
+    """A failing NVSwitch chip: its link to each GPU of the node trains down (a fatal SXid per link),
+    and each GPU reports the NVLink error on its side (Xid 74)."""
+    node, k = f.root.split("/nvswitch")
     out: list[tuple[float, str]] = []
+    for g in range(8):
+        t = f.start_s + g * 0.004
+        out += _sxid(t, node, int(k), 8 * g + int(rng.integers(0, 4)))
+        out.append(_xid(t + 0.02, node, g, 74, int(rng.integers(0, 18))))
+    return out
+
+
+def _fault_kernel(c: SimCluster, f: Fault, t0: float, t1: float, rng: np.random.Generator) -> list[tuple[float, str]]:
+    """Kernel records of one fault; repeating ones stop when it recovers and never precede the window
+    (a running fault with ``quiet_logs`` printed them all before it: none)."""
+    out: list[tuple[float, str]] = []
+    if f.quiet_logs and f.start_s < t0:
+        return out
     first = f.start_s if f.start_s >= t0 else t0 + float(rng.uniform(0.0, 30.0))
     t1 = t1 if f.end_s is None else min(t1, f.end_s)
     if f.kind == "gpu":
@@ -92,6 +117,8 @@ def _fault_kernel(c: SimCluster, f: Fault, t0: float, t1: float, rng: np.random.
             while t < t1:
                 out += _aer(t, node, gi, int(rng.integers(20, 80)))
                 t += float(rng.uniform(8, 25))
+    elif f.category == "nvswitch_fault":
+        out += _switch_kernel(f, rng)
     elif f.category == "nic_down":
         node, name = f.root.split("/")
         nic = next(n for n in c.node(node).nics if n.name == name)

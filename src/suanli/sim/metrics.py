@@ -16,7 +16,7 @@ from suanli.sim.dcgm_state import PHYSICAL_FIELDS, physical_value
 from suanli.sim.faults import DEFAULT_MAGNITUDE, Effects
 from suanli.sim.nuisances import Nuisances
 from suanli.sim.physics import PhysicsConfig
-from suanli.sim.state import GpuGrid, nic_loss_steps
+from suanli.sim.state import GpuGrid, nic_loss_steps, nvlink_grid
 from suanli.sim.timeline import JobTimeline, TimingConfig
 
 __all__ = ["Family", "GpuTelemetryConfig", "World", "dcgm_families", "job_steps_done", "nic_loss"]
@@ -110,7 +110,7 @@ DCGM = [
 ]
 THERMAL_REASONS = 0x20 | 0x40       # DCGM SW_THERMAL | HW_THERMAL clock throttle reasons
 DEFAULT_SBE_PER_DAY = DEFAULT_MAGNITUDE["gpu_memory_degradation"]
-XID = {"gpu_memory_failure": 94, "gpu_lost": 79, "nvlink_degradation": 74}
+XID = {"gpu_memory_failure": 94, "gpu_lost": 79, "nvlink_degradation": 74, "nvswitch_fault": 74}
 
 
 def _gpu_labels(w: World) -> tuple[list[str], list[int]]:
@@ -171,10 +171,7 @@ def _gpu_value(w: World, name: str, rng: np.random.Generator) -> np.ndarray:
         return _fb_used(w, rng)
     if name == "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL":
         bw = c.gpu.nvlink_Bps * tc.nvlink_busy_share * g.util * (1.0 + rng.normal(0, 0.03, (n, m)))
-        for f in w.fx.faults:
-            if f.category == "nvlink_degradation":
-                bw[g.gpu_row[f.root]] *= 1.0 - (1.0 - f.magnitude) * f.level(w.ts)
-        return np.round(np.maximum(bw, 0.0))
+        return np.asarray(np.round(np.maximum(bw * nvlink_grid(w.fx, g, w.ts), 0.0)), dtype=np.float64)
     return _gpu_counters(w, name)
 
 
@@ -208,8 +205,9 @@ def _gpu_counters(w: World, name: str) -> np.ndarray:
     g = w.grid
     n, m = g.util.shape
     out = np.zeros((n, m))
+    touched = w.fx.touched()
     for gid, row in g.gpu_row.items():
-        if gid not in w.fx.by_root:
+        if gid not in touched:
             continue
         fail = w.fx.of(gid, "gpu_memory_failure")
         after = (w.ts >= fail.start_s) if fail else np.zeros(m, dtype=bool)
@@ -227,7 +225,7 @@ def _gpu_counters(w: World, name: str) -> np.ndarray:
             out[row] = np.where(_level(w, gid, "gpu_thermal") > w.tc.throttle_level, THERMAL_REASONS, 0)
         elif name == "DCGM_FI_DEV_XID_ERRORS":
             for cat, code in XID.items():
-                f = w.fx.of(gid, cat)
+                f = w.fx.switch_fault_of(gid) if cat == "nvswitch_fault" else w.fx.of(gid, cat)
                 if f is not None:
                     out[row] = np.where(w.ts >= f.start_s, code, out[row])
     return out

@@ -18,7 +18,8 @@ Progress = Callable[[str, int, int], None]
 
 # How a fault may unfold in time: a ``step`` (its usual ramp), a slow ``ramp`` over a quarter to
 # two fifths of the window, a ``transient`` that rises and recovers inside the window (5-8 min), or
-# ``running`` already when the window opens. Faults that are events (a DBE, a GPU off the bus, a
+# ``running`` already when the window opens (``quiet_logs``: with no kernel line left in the window, as
+# a link that trained down once and logged its Xid then). Faults that are events (a DBE, a GPU off the bus, a
 # hang, an OOM, a link down) only come as steps: their signature is the event.
 LEVELS = ("step", "ramp", "transient", "running")
 SHAPES: dict[str, tuple[str, ...]] = {c: LEVELS for c in (
@@ -36,6 +37,7 @@ class FaultRequest:
     delay_s: float = 0.0                # after the earlier fault / the drawn onset
     precursor_s: float = 0.0            # gpu_memory_failure: SBEs climb this long before the DBE
     shape: str = "step"                 # one of SHAPES[category] (step for every category)
+    quiet_logs: bool = False            # running only: its kernel lines all came before the window
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ _DESC = {
     "pcie_riser": "a bad riser: PCIe AER storm and replays, GPU over 85 C, RDMA retransmits on its NIC",
     "gpu_straggler": "one rank's SM clock is low with no error; the whole job waits for it",
     "nvlink_degradation": "NVLink bandwidth of one GPU down 40 % with Xid 74; its tensor-parallel group slows",
+    "nvswitch_fault": "an NVSwitch chip fails (fatal SXid on its links, Xid 74 on every GPU of the node); "
+                      "the node's NVLink bandwidth drops by the chip's share",
     "switch_port_errors": "a leaf port drops 0.1 % of packets as CRC errors; rings crossing it crawl",
     "optical_degradation": "an optic's pre-FEC BER rises by orders of magnitude; one-way latency up",
     "nic_down": "a NIC's link goes down; its series stop, the job stalls, restarts on the other rails",
@@ -120,6 +124,10 @@ def _candidates(c: SimCluster, nets: dict[str, JobNet], category: str) -> list[t
         return [(g, [j.id]) for j in c.jobs for g in j.ranks]
     if kind == "job":
         return [(j.id, [j.id]) for j in c.jobs]
+    if kind == "nvswitch":
+        nodes = sorted({g.split("/")[0] for j in c.jobs for g in j.ranks})
+        return [(w, [j.id for j in c.jobs if any(g.startswith(n + "/") for g in j.ranks)])
+                for n in nodes for w in c.nvswitches(n)]
     if kind == "storage":
         return [(j.storage, [k.id for k in c.jobs if k.storage == j.storage]) for j in c.jobs]
     out: list[tuple[str, list[str]]] = []
@@ -162,13 +170,21 @@ def _shaped(req: FaultRequest, start: float, rng: np.random.Generator, t0: float
     return start, ramp, None, "step"
 
 
+def _default_magnitude(category: str, c: SimCluster) -> float:
+    """The category's default; a failing NVSwitch chip takes its share of every GPU's links: one of
+    the baseboard's chips (4 on H100: x0.75; 6 on A100; 2 on B200)."""
+    if category == "nvswitch_fault":
+        return 1.0 - 1.0 / c.gpu.nvswitches
+    return DEFAULT_MAGNITUDE[category]
+
+
 def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.random.Generator,
                 t0: float, t1: float) -> list[Fault]:
     """Draws each fault's root among plausible entities and its onset a third to half into the window."""
     faults: list[Fault] = []
     onset = t0 + (t1 - t0) * float(rng.uniform(1 / 3, 1 / 2))
     for req in sc.faults:
-        mag = req.magnitude if req.magnitude is not None else DEFAULT_MAGNITUDE[req.category]
+        mag = req.magnitude if req.magnitude is not None else _default_magnitude(req.category, c)
         if req.same_root_as is not None:
             prev = faults[req.same_root_as]
             root, jobs, start = prev.root, list(prev.jobs), prev.start_s + req.delay_s
@@ -183,7 +199,7 @@ def pick_faults(sc: Scenario, c: SimCluster, nets: dict[str, JobNet], rng: np.ra
         start, ramp, end, shape = _shaped(req, start, rng, t0, t1) if req.shape != "step" else \
             (start, DEFAULT_RAMP_S.get(req.category, 1.0), None, "step")
         faults.append(Fault(req.category, root, round(start, 3), mag, None if end is None else round(end, 3), ramp,
-                            True, req.precursor_s, sorted(jobs), shape))
+                            True, req.precursor_s, sorted(jobs), shape, req.quiet_logs and shape == "running"))
     return faults
 
 

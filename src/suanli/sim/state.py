@@ -11,7 +11,7 @@ from suanli.sim.faults import Effects
 from suanli.sim.physics import PhysicsConfig
 from suanli.sim.timeline import JobTimeline
 
-__all__ = ["BUSY", "CKPT", "IDLE", "INIT", "STALL", "GpuGrid", "gpu_grid", "step_index"]
+__all__ = ["BUSY", "CKPT", "IDLE", "INIT", "STALL", "GpuGrid", "gpu_grid", "nvlink_grid", "step_index"]
 
 # What a GPU is doing at a scrape (``GpuGrid.mode``).
 BUSY, STALL, INIT, CKPT, IDLE = range(5)   # stepping, stuck in a collective, starting up, checkpointing, no process
@@ -89,6 +89,14 @@ def gpu_grid(c: SimCluster, tls: list[JobTimeline], ts: np.ndarray) -> GpuGrid:
             comp[row] = np.where(stall | init | ckpt, 0.0, comp[row])
             mode[row], init_frac[row] = job_mode, frac
     return GpuGrid(rows, util, comp, job_of, mode, init_frac)
+
+
+def nvlink_grid(fx: Effects, grid: GpuGrid, ts: np.ndarray) -> np.ndarray:
+    """Share of its NVLink bandwidth each GPU (row) keeps at each scrape (``Effects.nvlink_level``)."""
+    out = np.ones(grid.util.shape)
+    for gid in sorted(fx.touched() & grid.gpu_row.keys()):
+        out[grid.gpu_row[gid]] = fx.nvlink_level(gid, ts)
+    return out
 
 
 def nic_loss_steps(c: SimCluster, fx: Effects, cfg: PhysicsConfig, tl: JobTimeline) -> dict[str, np.ndarray]:

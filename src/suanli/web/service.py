@@ -27,6 +27,7 @@ from fastapi import FastAPI
 from suanli.analysis.health.overrides import Override, load_overrides, record_override
 from suanli.config import Config, LiveConfig
 from suanli.errors import InputError
+from suanli.ingest.log_config import LogConfig
 from suanli.ingest.scrape import Scraper, TargetScraper
 from suanli.ingest.tail import LogTail, open_tail
 from suanli.inventory import Inventory, load_inventory
@@ -37,6 +38,7 @@ from suanli.rules import RuleSet
 from suanli.rules.actions import MODES
 from suanli.rules.audit import default_audit_path
 from suanli.rules.merge import load_rule_files
+from suanli.store.boot_times import LiveBootTimes
 from suanli.timefmt import to_rfc3339
 from suanli.web.am_push import AlertPusher
 from suanli.web.app import create_app
@@ -88,7 +90,10 @@ class Service:
         self.forwarder = SeriesForwarder(cfg.remote_write)
         resolver = self.inventory.resolver
         self.scraper = Scraper(cfg.scrape, self.sinks.scrape, resolver=resolver) if cfg.scrape else None
-        self.tails: list[LogTail] = [open_tail(s, self.sinks.events, resolver=resolver) for s in cfg.logs]
+        # lines placed as file ingest places them: the inventory's zone, the scraped boot times
+        log_cfg = LogConfig(timezone=self.inventory.timezone, boot_times=LiveBootTimes(self.store))
+        self.tails: list[LogTail] = [open_tail(s, self.sinks.events, resolver=resolver, config=log_cfg)
+                                     for s in cfg.logs]
         clock = cfg.evaluation.clock
         self.live = clock == "wall" or (clock == "auto" and bool(cfg.scrape or cfg.logs))
         self._stop = threading.Event()
@@ -107,6 +112,8 @@ class Service:
 
     def _use_inventory(self, inv: Inventory) -> None:
         self.inventory = inv
+        for tail in self.tails:             # from the tail's next parser run on
+            tail.config = dataclasses.replace(tail.config, timezone=inv.timezone)
         if self.scraper is not None:
             self.scraper.set_resolver(inv.resolver)
         if hasattr(self, "app"):

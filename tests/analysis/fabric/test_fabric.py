@@ -8,7 +8,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from suanli.analysis.fabric import FabricResult, analyze
+from suanli.analysis.fabric import FabricConfig, FabricResult, analyze
+from suanli.analysis.fabric.counters import CounterConfig
 from suanli.ingest.records import SeriesKey, Span
 from suanli.inventory.loader import parse_inventory
 from suanli.store.duck import DuckStore
@@ -107,7 +108,7 @@ def _spans(store: DuckStore, rng: np.random.Generator, slow_ranks: tuple[int, ..
 
 
 def _run(mutate: Callable[[DuckStore, np.random.Generator], None] | None = None,
-         **span_kw: float | tuple[int, ...]) -> FabricResult:
+         config: FabricConfig | None = None, **span_kw: float | tuple[int, ...]) -> FabricResult:
     store = DuckStore(None)
     rng = np.random.default_rng(42)
     _healthy(store, rng)
@@ -115,13 +116,46 @@ def _run(mutate: Callable[[DuckStore, np.random.Generator], None] | None = None,
     if mutate is not None:
         mutate(store, rng)
     store.flush()
-    return analyze(store, INV)
+    return analyze(store, INV, config=config or FabricConfig())
 
 
 def _counter(store: DuckStore, metric: str, kind: str, eid: str, rate_after: float) -> None:
     """Overwrite a counter (last write wins) so it rises by rate_after/s from FAULT on."""
     inc = np.where(np.arange(N) >= FAULT, rate_after * 15.0, 0.0)
     store.add_samples(_key(metric, kind, eid), TS, np.cumsum(inc))
+
+
+RAIL0 = ["leaf-01/p1", "leaf-01/p3", "leaf-02/p1", "leaf-02/p3"]   # the mlx5_0 ports of job-a's four nodes
+
+
+def _background(rate_per_port: float) -> Callable[[DuckStore, np.random.Generator], None]:
+    def mutate(store: DuckStore, rng: np.random.Generator) -> None:
+        for p in RAIL0:
+            _counter(store, "suanli_switch_port_crc_errors_total", "switch_port", p, rate_per_port)
+    return mutate
+
+
+def test_crc_every_port_of_the_collective_counts_alike_is_no_ports_fault() -> None:
+    # 2 CRC errors/s on ~1e6 packets/s on each of the rail's four ports: ratio 2e-6 >= min_crc_ratio
+    # 1e-6 and 2/s >= the strong floor 1/s (min_time_share / retransmit_cost_s), so against its own
+    # traffic alone each port is a fault; against its 3 peers (2e-6 each) none is 10x worse
+    assert _run(_background(2.0)).findings == []
+    alone = _run(_background(2.0), FabricConfig(counters=CounterConfig(peer_factor=0.0)))
+    assert sorted(f.entity_id for f in alone.findings) == RAIL0
+
+
+def test_crc_one_port_clearly_worse_than_its_collective_peers_is_found() -> None:
+    # the same background, and leaf-02/p1 at 40/s: ratio 4e-5, 20x its peers' 2e-6 (>= peer_factor 10)
+    def worse(store: DuckStore, rng: np.random.Generator) -> None:
+        _background(2.0)(store, rng)
+        _counter(store, "suanli_switch_port_crc_errors_total", "switch_port", "leaf-02/p1", 40.0)
+
+    res = _run(worse)
+    assert [(f.category, f.entity_id) for f in res.findings] == [("switch_port_errors", "leaf-02/p1")]
+    ratio, _, rest = res.findings[0].evidence[0].partition(" CRC error ratio ")[2].partition(" errors/packet ")
+    assert 3.6e-5 < float(ratio) < 4.4e-5
+    peer = float(rest.split("its 3 collective peers ")[1].rstrip(")"))
+    assert 1.8e-6 < peer < 2.2e-6
 
 
 def test_messy_healthy_run_has_no_findings() -> None:
@@ -143,7 +177,8 @@ def test_crc_on_a_leaf_port_is_one_switch_port_finding_with_its_nic_as_symptom()
     f = res.findings[0]
     assert abs(f.start - (T0 + 15.0 * FAULT)) <= 15.0
     head, _, rest = f.evidence[0].partition(" CRC error ratio ")
-    assert head == "leaf-02/p1" and 0.9e-3 < float(rest.split()[0]) < 1.1e-3 and rest.endswith(" errors/packet (baseline 0)")
+    assert head == "leaf-02/p1" and 0.9e-3 < float(rest.split()[0]) < 1.1e-3 and rest.endswith(
+        " errors/packet (baseline 0; its 3 collective peers 0)")   # rail mlx5_0 of job-a: 4 ports, 3 besides it
     assert [s.entity_id for s in f.symptoms] == ["node-003/mlx5_0"]
     assert f.extra["jobs"] == ["job-a"]
     assert 0.9e-3 < res.values()["leaf-02/p1"]["crc_ratio"] < 1.1e-3

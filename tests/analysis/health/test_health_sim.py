@@ -30,3 +30,22 @@ def test_simulated_hardware_faults(scenario: str, tmp_path: Path) -> None:
     res = analyze(store, inv_loader.load_inventory(folder / "inventory.yaml"))
     want = {(f["category"], f["root_cause"]["id"]) for f in truth["faults"] if f["category"] in HW}
     assert {(f.category, f.entity_id) for f in res.findings} == want
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_nvlink_bad_before_the_window_is_found_from_its_peers_alone(seed: int, tmp_path: Path) -> None:
+    # every nuisance on, the fault's Xid 74 printed before the window: only its bandwidth, 0.6 of
+    # its peers' from the first scrape, tells; it is one incident at that GPU
+    from suanli.pipeline import diagnose_folder
+    from suanli.report import diagnosis_json
+    from suanli.sim import FaultRequest, JobRequest, Nuisances, Scenario, simulate_custom
+
+    sc = Scenario("quiet_nvlink", "", (FaultRequest("nvlink_degradation", shape="running", quiet_logs=True),),
+                  (JobRequest(), JobRequest()), nodes=8, minutes=15)
+    folder = simulate_custom(sc, tmp_path / "q", seed=seed, nuisances=Nuisances.sweep())
+    (fault,) = json.loads((folder / "truth.json").read_text())["faults"]
+    assert "): 74," not in (folder / "kernel.log").read_text()
+    got = diagnosis_json(diagnose_folder(folder))
+    assert [(i["category"], i["root_cause"]["id"]) for i in got["incidents"]] == [
+        ("nvlink_degradation", fault["root_cause"]["id"])]
+    assert "peers doing the same work move at the same time" in got["incidents"][0]["evidence"][0]

@@ -1,18 +1,20 @@
 """Peers doing the same work: who they are (worked out by hand from the placement), and the NVLink
 detector judged against them on hand-built fleets: a job's GPUs falling together is no GPU fault,
-one GPU falling among steady peers is."""
+one GPU falling among steady peers is, and so is one that was low among them from the start."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from suanli.analysis.health import analyze
 from suanli.analysis.health import events as hw
 from suanli.analysis.health.peers import work_peers
 from suanli.inventory.model import Gpu, Job, ModelShape, Rank
-from tests.analysis.health.test_health import FAULT_S, STEP_S, build
+from tests.analysis.health.test_health import FAULT_S, STEP_S, T0, build
 
 BUSY_UTIL = 90.0
 
@@ -141,3 +143,40 @@ def test_job_that_finishes_and_idle_spare_node_raise_nothing(tmp_path: Path) -> 
         return v
 
     assert analyze(*_with_jobs(tmp_path, mutate, jobs)).findings == []  # type: ignore[arg-type]
+
+
+def _share_of_peers(evidence: str) -> float:
+    """The "NN% of the X GB/s its peers ... move" figure of an NVLink finding's evidence."""
+    return float(re.search(r"\((\d+)% of the [\d.]+ GB/s its", evidence).group(1)) / 100  # type: ignore[union-attr]
+
+
+def test_a_link_bad_before_the_window_opened_is_found_against_its_peers(tmp_path: Path) -> None:
+    # node-002/gpu5 moves 0.6 of what it should from the first sample on: against its own baseline
+    # it never drops, against its 7 peers of job j2 (45 GB/s each) it is at 0.6 < 0.7 all along
+    target = "node-002/gpu5"
+
+    def low(gid: str, metric: str, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return v * 0.6 if gid == target and metric == hw.NVLINK_BW else v
+
+    res = analyze(*_with_jobs(tmp_path, low, _one_job_per_node))  # type: ignore[arg-type]
+    assert [(f.category, f.entity_id) for f in res.findings] == [("nvlink_degradation", target)]
+    (f,) = res.findings
+    assert f.start - T0 <= 1.0                                   # from the window's first sample
+    assert _share_of_peers(f.evidence[0]) == pytest.approx(0.6, abs=0.03)
+    assert "7 peers" in f.evidence[0]
+
+
+def test_a_gpu_at_0_8_of_its_peers_all_along_is_not_found(tmp_path: Path) -> None:
+    def low(gid: str, metric: str, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return v * 0.8 if gid == "node-002/gpu5" and metric == hw.NVLINK_BW else v   # 0.8 > the 0.7 bar
+
+    assert analyze(*_with_jobs(tmp_path, low, _one_job_per_node)).findings == []  # type: ignore[arg-type]
+
+
+def test_a_job_that_moves_less_nvlink_than_another_is_not_a_fault(tmp_path: Path) -> None:
+    # j1 (node-001) moves 0.4 of j2's NVLink traffic all along (a smaller model, another parallelism):
+    # its GPUs are judged against j1's, never against j2's
+    def small(gid: str, metric: str, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return v * 0.4 if gid.startswith("node-001/") and metric == hw.NVLINK_BW else v
+
+    assert analyze(*_with_jobs(tmp_path, small, _one_job_per_node)).findings == []  # type: ignore[arg-type]

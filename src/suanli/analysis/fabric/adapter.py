@@ -27,6 +27,7 @@ from suanli.analysis.fabric.latency import (
     classify,
     detect,
 )
+from suanli.analysis.fabric.peers import collective_peers
 from suanli.analysis.fabric.span_findings import job_frames, storage_findings, straggler_findings
 from suanli.analysis.fabric.storage import StorageConfig
 from suanli.analysis.fabric.stragglers import StragglerConfig
@@ -148,7 +149,7 @@ def analyze(store: Store, inventory: Inventory, window: Window | None = None,
         return set(topo.jobs_behind(entity))
 
     suspects = hardware_suspect_gpus(store, span, config.counters)
-    facts = read_counters(store, config.counters, span)
+    facts = read_counters(store, config.counters, span, collective_peers(inv))
     findings, _ = counter_findings(inv, facts, suspects, jobs_of, config.findings)
     graph = fabric_graph(inv)
     m, a, cls, locs = _latency(store, inv, span, config, graph)

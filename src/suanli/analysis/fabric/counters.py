@@ -10,7 +10,10 @@ share of its time (``retransmit_cost_s`` x errors/s >= ``min_time_share``): a fe
 on a busy port are neither, and on an idle port (a few hundred packets per second of management
 traffic) a lone error gives a large ratio but costs nothing. A lower rate (``min_weak_crc_per_s``)
 is kept as a *weak* episode: a finding only when the jobs crossing the port show the effect
-(:mod:`suanli.analysis.fabric.findings`). A BER episode is a level ``min_ber_decades`` above the
+(:mod:`suanli.analysis.fabric.findings`). A port that carries a multi-node job's collective is also
+judged against the ports carrying the same collective on the same rail at the same instants
+(:mod:`suanli.analysis.fabric.peers`): its CRC ratio must be ``peer_factor`` times theirs, so
+errors every port of the collective counts alike are no one port's fault. A BER episode is a level ``min_ber_decades`` above the
 port's own early level or above the median of every port (peers: a fault already running has no
 own baseline).
 
@@ -56,6 +59,11 @@ class CounterConfig:
     min_weak_crc_per_s: float = 0.05
     """From this rate (180/h, well above a background of a few per hour) an episode is weak: a
     finding only when the jobs crossing the port slow (retransmits, latency)."""
+    peer_factor: float = 10.0
+    """A port's CRC ratio, and a NIC's symbol error rate, must be at least this many times the
+    median of its collective peers' at the same instants (where it has peers): clearly worse than
+    the ports / NICs carrying the same job's collective on the same rail, not only bad against its
+    own traffic or its own past."""
     min_episode_scrapes: int = 6
     """An episode lasts at least this many scrapes: longer than ``smooth_scrapes``, so one burst
     (an exporter reading an old count once) cannot make one."""
@@ -95,6 +103,10 @@ class CounterAnomaly:
     """A CRC episode under the strong rate: a finding only with an effect on the crossing jobs."""
     errors_per_s: float = float("nan")
     """CRC errors per second in the episode (median)."""
+    peer: float = float("nan")
+    """The median CRC ratio of the port's collective peers in the episode (NaN: no peers)."""
+    peers: int = 0
+    """How many collective peers it was judged against."""
 
 
 def rolling_mean(values: F64, k: int) -> F64:
@@ -150,14 +162,20 @@ def _median(x: F64) -> float:
 
 
 def crc_episode(entity: str, ts: F64, errors_s: F64, packets_s: F64,
-                cfg: CounterConfig = CounterConfig()) -> CounterAnomaly | None:
+                cfg: CounterConfig = CounterConfig(), peer_ratio: F64 | None = None,
+                peers: int = 0) -> CounterAnomaly | None:
     """A CRC episode on a port: per-second error and packet rates at the same times (resets already
-    handled), judged after a ``smooth_scrapes`` trailing mean. Strong, else weak, else None."""
+    handled), judged after a ``smooth_scrapes`` trailing mean. Strong, else weak, else None.
+    ``peer_ratio``: the median smoothed CRC ratio of its ``peers`` collective peers at ``ts`` (NaN
+    where none reports): the port must be ``peer_factor`` times worse there."""
     k = cfg.smooth_scrapes
     e, p = rolling_mean(errors_s, k), rolling_mean(packets_s, k)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(p > 0, e / p, np.nan)
     high = np.nan_to_num(ratio) >= cfg.min_crc_ratio
+    if peer_ratio is not None:
+        with np.errstate(invalid="ignore"):
+            high &= ~(ratio < cfg.peer_factor * peer_ratio)      # NaN (no peer data): own traffic only
     strong_rate = cfg.min_time_share / cfg.retransmit_cost_s
     for weak, floor in ((False, strong_rate), (True, cfg.min_weak_crc_per_s)):
         run = episode(high & (np.nan_to_num(e) >= floor), cfg.min_episode_scrapes)
@@ -167,9 +185,10 @@ def crc_episode(entity: str, ts: F64, errors_s: F64, packets_s: F64,
         raw = np.flatnonzero(np.nan_to_num(errors_s[max(0, i0 - k + 1): i0 + 1]) > 0)
         first = max(0, i0 - k + 1) + (int(raw[0]) if len(raw) else k - 1)
         before = _median(ratio[:first]) if first > 0 else float("nan")
+        peer = _median(peer_ratio[i0:i1]) if peer_ratio is not None else float("nan")
         return CounterAnomaly("switch_port", entity, "crc_ratio", float(ts[first]),
                               float(ts[i0 + cfg.min_episode_scrapes - 1]), before if np.isfinite(before) else 0.0,
-                              _median(ratio[i0:i1]), weak, _median(e[i0:i1]))
+                              _median(ratio[i0:i1]), weak, _median(e[i0:i1]), peer, peers)
     return None
 
 

@@ -62,8 +62,9 @@ def _base(x: float, floor: float, fmt: str) -> str:
 
 def _describe(a: CounterAnomaly) -> str:
     if a.signal == "crc_ratio":
+        peers = f"; its {a.peers} collective peers {_base(a.peer, 1e-12, '.1e')}" if a.peers else ""
         return (f"{a.entity_id} CRC error ratio {_e(a.after)} errors/packet "
-                f"(baseline {_base(a.before, 1e-12, '.1e')})")
+                f"(baseline {_base(a.before, 1e-12, '.1e')}{peers})")
     if a.signal == "pre_fec_ber":
         return f"{a.entity_id} pre-FEC BER {_e(a.after)} errors/bit (baseline {_e(a.before)})"
     if a.signal == "rdma_retransmits":

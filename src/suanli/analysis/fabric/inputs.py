@@ -4,6 +4,7 @@ per-entity counter anomalies. The only module of the fabric analysis that talks 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from suanli.analysis.fabric.counters import (
     rolling_mean,
     stopped_series,
 )
+from suanli.analysis.fabric.peers import peer_median_at
 from suanli.inventory.model import gpu_id
 from suanli.store.api import Series, Store
 
@@ -98,17 +100,20 @@ def _by_entity(series: list[Series], kinds: tuple[str, ...]) -> dict[str, Series
     return out
 
 
-def _crc(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[float, float]) -> None:
+def _crc(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[float, float],
+         peers: Mapping[str, tuple[str, ...]]) -> None:
+    """CRC episodes per port, each port against its own traffic and its collective ``peers``."""
     crc = _by_entity(store.rate(M.CRC, start=span[0], end=span[1]), ("switch_port",))
     pkts = _by_entity(store.rate(M.PACKETS, start=span[0], end=span[1]), ("switch_port",))
-    for port, s in crc.items():
-        p = pkts.get(port)
-        if p is None:
-            continue
-        k = cfg.smooth_scrapes
-        ts, ratio = aligned_ratio(s.ts, rolling_mean(s.values, k), p.ts, rolling_mean(p.values, k))
+    k = cfg.smooth_scrapes
+    ratios = {port: aligned_ratio(s.ts, rolling_mean(s.values, k), pkts[port].ts, rolling_mean(pkts[port].values, k))
+              for port, s in crc.items() if port in pkts}
+    for port, (ts, ratio) in ratios.items():
+        s, p = crc[port], pkts[port]
         facts.level(port, "crc_ratio", late_level(ratio))
-        facts.add(crc_episode(port, ts, s.values, _at(s.ts, p.ts, p.values), cfg))
+        mates = [ratios[m] for m in peers.get(port, ()) if m in ratios]
+        peer_ratio = peer_median_at(ts, mates) if mates else None
+        facts.add(crc_episode(port, ts, s.values, _at(s.ts, p.ts, p.values), cfg, peer_ratio, len(mates)))
 
 
 def _at(ts: F64, src_ts: F64, src: F64) -> F64:
@@ -131,22 +136,36 @@ def _ber(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[floa
 
 
 def _rates(store: Store, metric: str, signal: str, cfg: CounterConfig, facts: CounterFacts,
-           min_rate: float, span: tuple[float, float]) -> None:
-    for nic, s in _by_entity(store.rate(metric, start=span[0], end=span[1]), ("nic",)).items():
-        v = rolling_mean(s.values, cfg.smooth_scrapes)
+           min_rate: float, span: tuple[float, float], peers: Mapping[str, tuple[str, ...]] | None = None) -> None:
+    """Sudden increases of a NIC rate; with ``peers``, only those ``peer_factor`` times above the
+    median of the NIC's collective peers at the same instants after the onset."""
+    smooth = {nic: (s.ts, rolling_mean(s.values, cfg.smooth_scrapes))
+              for nic, s in _by_entity(store.rate(metric, start=span[0], end=span[1]), ("nic",)).items()}
+    for nic, (ts, v) in smooth.items():
         facts.level(nic, f"{signal}_per_s", late_level(v))
-        facts.add(detect_signal("nic", nic, signal, s.ts, v, cfg.rate_change, min_rate))
+        a = detect_signal("nic", nic, signal, ts, v, cfg.rate_change, min_rate)
+        mates = [smooth[m] for m in (peers or {}).get(nic, ()) if m in smooth]
+        if a is not None and mates:
+            after = ts >= a.onset_s
+            peer = float(np.nanmedian(peer_median_at(ts[after], mates))) if after.any() else float("nan")
+            if np.isfinite(peer) and a.after < cfg.peer_factor * peer:
+                continue                  # its collective peers count alike: what those links do
+        facts.add(a)
 
 
-def read_counters(store: Store, cfg: CounterConfig, span: tuple[float, float]) -> CounterFacts:
-    """Every counter anomaly in ``span`` (see :mod:`suanli.analysis.fabric.counters`)."""
+def read_counters(store: Store, cfg: CounterConfig, span: tuple[float, float],
+                  peers: Mapping[str, tuple[str, ...]] | None = None) -> CounterFacts:
+    """Every counter anomaly in ``span`` (see :mod:`suanli.analysis.fabric.counters`); ``peers``:
+    each port's and NIC's collective peers (:func:`suanli.analysis.fabric.peers.collective_peers`)."""
     facts = CounterFacts()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        _crc(store, cfg, facts, span)
+        _crc(store, cfg, facts, span, peers or {})
         _ber(store, cfg, facts, span)
+        # retransmits are judged on their own past only: they are the symptoms of a bad port, and in a
+        # two-node ring both NICs of the rail cross it, so a peer would hide them
         _rates(store, M.RETRANS, "rdma_retransmits", cfg, facts, cfg.min_retransmit_rate, span)
-        _rates(store, M.IB_SYMBOL, "symbol_errors", cfg, facts, cfg.min_symbol_error_rate, span)
+        _rates(store, M.IB_SYMBOL, "symbol_errors", cfg, facts, cfg.min_symbol_error_rate, span, peers)
         for nic, s in _by_entity(store.series(M.IB_DOWN, start=span[0], end=span[1]), ("nic",)).items():
             facts.add(link_downs("nic", nic, s.ts, s.values))
         _stopped(store, cfg, facts, span)

@@ -5,7 +5,8 @@ Baselines are robust: a GPU is compared with its own early window (median of the
 ``baseline_frac`` of its samples) and with its peers at the same instants (median over the peers,
 interpolated to the GPU's sample times), never only with fixed limits. Heat and a lost GPU are
 judged against the node's other GPUs (they share its cooling and its exporter); NVLink traffic
-against the GPUs doing the same work (:mod:`.peers`), so a job's stall is never a GPU's fault.
+against the GPUs doing the same work (:mod:`.peers`), so a job's stall is never a GPU's fault,
+and a link that was bad before the window opened still stands out from its peers.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ class DetectConfig:
     """A GPU whose series end this long (or 4 scrapes) before the window while peers go on is lost."""
     nvlink_drop_frac: float = 0.3
     """NVLink bandwidth below (1 - this) x its own baseline, and below that share of its peers'
-    own ratio while the peers hold at least that share of theirs, is degraded."""
+    own ratio while the peers hold at least that share of theirs, is degraded; so is bandwidth
+    below (1 - this) x what its peers move at the same instants (a link already bad when the
+    window opened)."""
     idle_util_pct: float = 10.0
     """An idle GPU (utilisation below this) is not NVLink-degraded, only idle."""
     clock_departure_frac: float = 0.05
@@ -318,6 +321,16 @@ def _own_ratio(p: Pair, config: DetectConfig) -> Pair | None:
     return (p[0], p[1] / base) if base >= config.nvlink_min_baseline_Bps else None
 
 
+def _busy(g: GpuData, ts: F64, config: DetectConfig) -> npt.NDArray[np.bool_]:
+    """Where the GPU is busy (utilisation at or above ``idle_util_pct``; everywhere without the series)."""
+    if hw.GPU_UTIL in g.series:
+        uts, uv = g.series[hw.GPU_UTIL]
+        ok = np.isfinite(uv)
+        if ok.sum() > 1:
+            return np.asarray(np.interp(ts, uts[ok], uv[ok]) >= config.idle_util_pct)
+    return np.ones(ts.shape, dtype=bool)
+
+
 def _nvlink_flag(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
     """(ts, peers' median ratio, flag): the GPU's bandwidth is below ``keep`` of its own baseline
     and of its peers' ratio while the peers hold their own pace and the GPU is busy."""
@@ -334,32 +347,55 @@ def _nvlink_flag(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> 
     ratio = v / base
     with np.errstate(invalid="ignore"):
         flag = np.isfinite(ratio) & (ratio < keep) & (peer_ratio >= keep) & (ratio < keep * peer_ratio)
-    if hw.GPU_UTIL in g.series:
-        uts, uv = g.series[hw.GPU_UTIL]
-        ok = np.isfinite(uv)
-        if ok.sum() > 1:
-            flag &= np.interp(ts, uts[ok], uv[ok]) >= config.idle_util_pct
-    return ts, peer_ratio, flag
+    return ts, peer_ratio, flag & _busy(g, ts, config)
+
+
+def _nvlink_peer_flag(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> tuple[F64, npt.NDArray[np.bool_]]:
+    """(peers' median bandwidth, flag): the busy GPU moves less than ``keep`` of what its peers doing
+    the same work move at the same instants, while they move traffic. A link that was already bad
+    when the window opened has no healthy baseline of its own to fall from; its peers are one."""
+    ts, v = g.series[hw.NVLINK_BW]
+    peer = peer_median_at(ts, [p.series[hw.NVLINK_BW] for p in peers if hw.NVLINK_BW in p.series])
+    with np.errstate(invalid="ignore"):
+        flag = (np.isfinite(v) & (peer >= config.nvlink_min_baseline_Bps)
+                & (v < (1.0 - config.nvlink_drop_frac) * peer))
+    return peer, flag & _busy(g, ts, config)
+
+
+def _nvlink_bandwidth(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> tuple[float, str] | None:
+    """(onset, evidence) of NVLink bandwidth gone low: against its own baseline (a drop in the
+    window) or against its peers at the same instants (low all along)."""
+    ts, peer_ratio, own = _nvlink_flag(g, peers, config)
+    peer_bw, low = _nvlink_peer_flag(g, peers, config)
+    flag = own | low
+    onset, dur = hw.sustained_onset(ts, flag, config.sustain_s, 3 * _median_interval(ts))
+    if onset is None:
+        return None
+    v = g.series[hw.NVLINK_BW][1]
+    bw = float(np.nanmedian(v[flag]))
+    base = _baseline(v, config.baseline_frac)
+    parts = []
+    if own.any():
+        parts.append(f"{bw / base:.0%} of its own baseline {base / 1e9:.1f} GB/s; its {len(peers)} peers doing "
+                     f"the same work at {np.nanmedian(peer_ratio[own]):.0%} of theirs")
+    if low.any():
+        peer_med = float(np.nanmedian(peer_bw[low]))
+        parts.append(f"{float(np.nanmedian(v[low])) / peer_med:.0%} of the {peer_med / 1e9:.1f} GB/s its "
+                     f"{len(peers)} peers doing the same work move at the same time")
+    return onset, f"{g.gpu_id} NVLink bandwidth {bw / 1e9:.1f} GB/s for {dur / 60:.0f} min ({'; '.join(parts)})"
 
 
 def detect_nvlink(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -> Detection | None:
-    """Xid 74 (NVLink), or NVLink bandwidth far below its own baseline while its peers doing the
-    same work (:mod:`.peers`) keep theirs."""
+    """Xid 74 (NVLink), or NVLink bandwidth far below its own baseline, or far below what its
+    peers doing the same work (:mod:`.peers`) move at the same time, while they keep their pace."""
     xids = [e for e in g.events if e.kind == "xid" and hw.xid_category(e.code or 0) == "nvlink_degradation"]
     evidence = [f"{g.gpu_id} Xid {e.code} ({e.meaning or hw.xid_meaning(e.code or 0)}) [{e.source}]"
                 for e in xids]
     onsets = [e.ts for e in xids]
-    if hw.NVLINK_BW in g.series:
-        ts, peer_ratio, flag = _nvlink_flag(g, peers, config)
-        onset, dur = hw.sustained_onset(ts, flag, config.sustain_s, 3 * _median_interval(ts))
-        if onset is not None:
-            v = g.series[hw.NVLINK_BW][1]
-            base = _baseline(v, config.baseline_frac)
-            onsets.append(onset)
-            evidence.append(f"{g.gpu_id} NVLink bandwidth {np.nanmedian(v[flag]) / 1e9:.1f} GB/s for "
-                            f"{dur / 60:.0f} min ({np.nanmedian(v[flag]) / base:.0%} of its own baseline "
-                            f"{base / 1e9:.1f} GB/s; its {len(peers)} peers doing the same work at "
-                            f"{np.nanmedian(peer_ratio[flag]):.0%} of theirs)")
+    found = _nvlink_bandwidth(g, peers, config) if hw.NVLINK_BW in g.series and peers else None
+    if found is not None:
+        onsets.append(found[0])
+        evidence.append(found[1])
     if not onsets:
         return None
     conf_of = policy("nvlink_degradation").confidence
