@@ -30,7 +30,7 @@ def test_once_is_the_batch_demo(tmp_path: Path) -> None:
 
 def test_the_default_demo_is_live(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    proc = run("demo", "--speed", "15", "--out", out, timeout_s=600)
+    proc = run("demo", "--speed", "10", "--out", out, timeout_s=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"console http://127\.0\.0\.1:\d+/console", proc.stdout), proc.stdout
     opened = set(re.findall(r"^opened inc-[0-9a-f]{6} (\S+) at (\S+) ", proc.stdout, re.M))

@@ -41,3 +41,35 @@ def test_an_onset_placed_earlier_keeps_the_incident_and_its_id() -> None:
     assert what == "updated" and again.id == opened_id and again.start == 975
     assert _inc(975).id != opened_id          # what an unpinned incident with that start would be called
     assert [i.id for i in tr.incidents()] == [opened_id]
+
+
+def _weak(start: float, conf: float = 0.5) -> Incident:
+    return Incident("switch_port_errors", "link", "leaf-04/p33~spine-01/p13", conf, start, start + 30, None)
+
+
+def test_a_weak_incident_that_does_not_hold_never_opens() -> None:
+    """The live demo's false alarm: latency alone named an uplink (confidence 0.5) 75 s before the
+    port's counters crossed their bar; the next passes reported the port instead."""
+    tr = IncidentTracker(TrackerConfig(confirm_below=0.6, confirm_s=120))
+    assert tr.update(1000, [_weak(990)]) == []
+    assert tr.update(1050, [_weak(990)]) == []            # 50 s of 120: still pending
+    assert tr.update(1075, [_inc(1040, root="leaf-04/p36")])[0][0] == "opened"
+    assert [i.root_id for i in tr.incidents()] == ["leaf-04/p36"]
+    assert tr.history("leaf-04/p33~spine-01/p13") == []
+    assert [c for c, _ in tr.update(1400, [])] == ["resolved"]       # only the port's, later
+
+
+def test_a_weak_incident_that_holds_opens_with_its_first_start_and_id() -> None:
+    tr = IncidentTracker(TrackerConfig(confirm_below=0.6, confirm_s=120))
+    first_id = _weak(990).id
+    tr.update(1000, [_weak(990)])
+    tr.update(1060, [_weak(995)])
+    (what, inc), = tr.update(1120, [_weak(985)])         # 120 s after it was first reported
+    assert (what, inc.id, inc.start) == ("opened", first_id, 985)
+    assert tr.history(inc.root_id) == [(1120, "opened")]
+
+
+def test_a_weak_incident_that_grows_confident_opens_at_once() -> None:
+    tr = IncidentTracker(TrackerConfig(confirm_below=0.6, confirm_s=120))
+    tr.update(1000, [_weak(990)])
+    assert [c for c, _ in tr.update(1010, [_weak(990, conf=0.9)])] == ["opened"]

@@ -23,8 +23,8 @@ def demo(
     once: Annotated[bool, typer.Option("--once", help="No console: simulate, ingest, check and diagnose the "
                                                       "folder once, then exit (for CI).")] = False,
     live: Annotated[bool, typer.Option("--live", hidden=True, help="The default (kept for old scripts).")] = False,
-    speed: Annotated[float, typer.Option(help="Simulated seconds per second of the live demo.", min=1.0,
-                                         max=15.0)] = 5.0,
+    speed: Annotated[float, typer.Option(help="Simulated seconds per second of the live demo (a scrape every "
+                                              "second must see each 15 s sample).", min=1.0, max=12.0)] = 5.0,
 ) -> None:
     """Simulate a 16-node cluster with two jobs and two faults and play it live into `suanli serve`:
     the console's address, each incident as it opens, then the truth beside what was found (Ctrl-C

@@ -4,6 +4,12 @@
 those passes. An incident of a pass is the same as a tracked one when it names the same root
 entity and category and starts before the tracked one resolved plus the reopen grace. A tracked
 incident that no pass reports for ``resolve_after_s`` is resolved, at the last time it was seen.
+
+A weak incident (confidence under ``confirm_below``: latency alone, with no counter or log to name
+the part) opens only once passes have reported it for ``confirm_s``; until then it is pending,
+and a pass that no longer reports it drops it unannounced. Early in a fault the latency
+tomography may name a link while the port's counters have not yet crossed their bar; a pass later
+the port's incident takes the latency evidence, and the link's would have been a false alarm.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ class TrackerConfig:
     """An incident not reported again for this long is resolved."""
     reopen_grace_s: float = 600.0
     """A fault at the same root within this long after resolving reopens the incident."""
+    confirm_below: float = 0.6
+    """Incidents less confident than this must hold for ``confirm_s`` before they open."""
+    confirm_s: float = 120.0
 
 
 @dataclass
@@ -28,6 +37,8 @@ class _Tracked:
     incident: Incident
     last_seen: float
     history: list[tuple[float, str]] = field(default_factory=list)
+    pending_since: float | None = None
+    """When a weak incident was first reported (None once it opened)."""
 
 
 class IncidentTracker:
@@ -48,11 +59,18 @@ class IncidentTracker:
         """Fold one correlation pass in; return the changes as (``opened``|``updated``|``reopened``|
         ``resolved``, incident)."""
         changes: list[tuple[str, Incident]] = []
+        seen: set[int] = set()
         for inc in incidents:
             item = self._match(inc)
             if item is None:
-                self._items[inc.id] = _Tracked(inc, now, [(now, "opened")])
-                changes.append(("opened", inc))
+                item = self._new(inc, now)
+                seen.add(id(item))
+                if item.pending_since is None:
+                    changes.append(("opened", inc))
+                continue
+            seen.add(id(item))
+            if item.pending_since is not None:
+                self._hold(item, inc, now, changes)
                 continue
             cur = item.incident
             what = "reopened" if cur.state == "resolved" else "updated"
@@ -65,20 +83,41 @@ class IncidentTracker:
             item.incident, item.last_seen = inc, now
             item.history.append((now, what))
             changes.append((what, inc))
+        for key in [k for k, it in self._items.items() if it.pending_since is not None and id(it) not in seen]:
+            del self._items[key]                          # a weak incident that did not hold
         for item in self._items.values():
             inc = item.incident
-            if inc.state == "open" and now - item.last_seen >= self.config.resolve_after_s:
+            if item.pending_since is None and inc.state == "open" and now - item.last_seen >= self.config.resolve_after_s:
                 inc.state, inc.end = "resolved", item.last_seen
                 item.history.append((now, "resolved"))
                 changes.append(("resolved", inc))
         return changes
+
+    def _new(self, inc: Incident, now: float) -> _Tracked:
+        weak = inc.confidence < self.config.confirm_below and self.config.confirm_s > 0
+        item = _Tracked(inc, now, [] if weak else [(now, "opened")], now if weak else None)
+        self._items[inc.id] = item
+        return item
+
+    def _hold(self, item: _Tracked, inc: Incident, now: float, changes: list[tuple[str, Incident]]) -> None:
+        """A pending incident reported again: it opens once it held ``confirm_s`` or grew confident."""
+        assert item.pending_since is not None
+        inc.pinned_id = item.incident.id
+        inc.start = min(inc.start, item.incident.start)
+        item.incident, item.last_seen = inc, now
+        if now - item.pending_since >= self.config.confirm_s or inc.confidence >= self.config.confirm_below:
+            item.pending_since = None
+            item.history.append((now, "opened"))
+            changes.append(("opened", inc))
 
     def restore(self, inc: Incident, last_seen: float, history: list[tuple[float, str]]) -> None:
         """Track an incident kept from an earlier run (``serve`` after a restart), as it was."""
         self._items[inc.id] = _Tracked(inc, last_seen, list(history))
 
     def incidents(self) -> list[Incident]:
-        return sorted((i.incident for i in self._items.values()), key=lambda i: (i.start, i.root_id))
+        """The incidents that opened (pending weak ones are not incidents yet)."""
+        return sorted((i.incident for i in self._items.values() if i.pending_since is None),
+                      key=lambda i: (i.start, i.root_id))
 
     def history(self, root_id: str) -> list[tuple[float, str]]:
         return [h for i in self._items.values() if i.incident.root_id == root_id for h in i.history]
