@@ -81,14 +81,18 @@ def backfill_prometheus(om: Path, data_dir: Path) -> str:
 
 
 def start_prometheus(workdir: Path, data_dir: Path, rule_files: list[Path] | None = None,
-                     extra_args: tuple[str, ...] = ()) -> Server:
-    """Prometheus 2.x on a free loopback port over ``data_dir``, with the remote-write receiver on."""
+                     extra_args: tuple[str, ...] = (), alertmanager: str | None = None) -> Server:
+    """Prometheus 2.x on a free loopback port over ``data_dir``, with the remote-write receiver on,
+    sending its alerts to ``alertmanager`` (a URL) when given."""
     binary = need("prometheus")
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     lines = ["global:", "  evaluation_interval: 15s"]
     if rule_files:
         lines += ["rule_files:", *[f"  - {p}" for p in rule_files]]
+    if alertmanager:
+        lines += ["alerting:", "  alertmanagers:", "    - static_configs:",
+                  f"        - targets: ['{alertmanager.split('://', 1)[-1]}']"]
     config.write_text("\n".join(lines) + "\n")
     port = free_port()
     argv = [binary, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",

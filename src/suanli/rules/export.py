@@ -2,7 +2,7 @@
 
 Each function returns ``(text, notes)``: ``notes`` names every rule, condition or inhibition that
 PromQL / Alertmanager cannot express (analysis outputs, event counts from logs, joins across
-exporters with different labels, topology inhibitions) or expresses only approximately; the CLI
+exporters with different labels, topology inhibitions onto jobs) or expresses only approximately; the CLI
 prints them on stderr, nothing is dropped silently.
 
 Translation (docs/rules.md, "Export"):
@@ -14,7 +14,9 @@ Translation (docs/rules.md, "Export"):
 - ``for D``               -> ``for: D`` (a rule with different ``for`` per condition gets the longest)
 - every expression is wrapped in ``label_replace``/``label_join`` so its alerts carry suanli's
   canonical labels (``gpu="node-001/gpu0"``, ``node``, ``nic``, ``switch_port``), the labels the
-  exported ``inhibit_rules`` compare; ``all:`` joins with ``and on(<scope label>)``, ``any:`` with ``or``.
+  exported ``inhibit_rules`` compare; ``all:`` joins with ``and on(<scope label>)``, ``any:`` with ``or``;
+  a NIC rule's expression also joins ``suanli_nic_info`` for its relations, and ``topology: upstream``
+  becomes ``equal`` on them (suanli.rules.export_topology).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import yaml
 
 from suanli.rules.condition_data import RulesConfig
 from suanli.rules.conditions import Condition
+from suanli.rules.export_topology import upstream_inhibitions, with_relations
 from suanli.rules.language import Rule, RuleSet
 from suanli.rules.names import DERIVED, METRICS
 
@@ -118,13 +121,14 @@ def _rule_expr(rule: Rule, cfg: RulesConfig, notes: list[str]) -> str | None:
     if not parts:
         notes.append(f"rule {rule.name} not exported: no condition can be written in PromQL")
         return None
+    common = sorted(set.intersection(*(set(p[1]) for p in parts)))
     if rule.mode == "any" or len(parts) == 1:
-        return " or ".join(p[0] for p in parts)
-    if rule.scope not in set.intersection(*(set(p[1]) for p in parts)):
+        return with_relations(" or ".join(p[0] for p in parts), rule.scope, common)
+    if rule.scope not in common:
         notes.append(f"rule {rule.name} not exported: its conditions come from exporters whose labels "
                      f"cannot be joined on {rule.scope} in PromQL")
         return None
-    return f" and on({rule.scope}) ".join(p[0] for p in parts)
+    return with_relations(f" and on({rule.scope}) ".join(p[0] for p in parts), rule.scope, common)
 
 
 def to_prometheus(ruleset: RuleSet, config: RulesConfig | None = None) -> tuple[str, list[str]]:
@@ -177,8 +181,8 @@ def to_alertmanager(ruleset: RuleSet, receiver: str = "default",
                     config: RulesConfig | None = None) -> tuple[str, list[str]]:
     """An Alertmanager config (``amtool check-config`` accepts it): a default receiver and the
     inhibitions as ``inhibit_rules``. An inhibition whose source matches no alert of the Prometheus
-    export would never fire there: it is left out, and the notes say so, as they say what each
-    topology inhibition loses."""
+    export would never fire there: it is left out, and the notes say so, as they say what a
+    topology inhibition cannot keep."""
     notes: list[str] = []
     inhibit: list[dict[str, Any]] = []
     sources = _exported_labels(ruleset, config or RulesConfig())
@@ -188,11 +192,8 @@ def to_alertmanager(ruleset: RuleSet, receiver: str = "default",
                          f"matches no rule of the Prometheus export, so it could never fire in Alertmanager")
             continue
         if r.topology == "upstream":
-            notes.append(f"inhibit rule {r.name}: topology 'upstream' needs the inventory graph; "
-                         f"not expressible in Alertmanager" + (", exported with its equal labels only"
-                                                               if r.equal else ", left out"))
-            if not r.equal:
-                continue
+            inhibit.extend(upstream_inhibitions(r, sources, notes))
+            continue
         item: dict[str, Any] = {"source_matchers": [str(m) for m in r.source_matchers],
                                 "target_matchers": [str(m) for m in r.target_matchers]}
         if r.equal:

@@ -1,0 +1,88 @@
+"""The relation labels the exported rules join and the ``equal`` labels topology inhibitions become
+(suanli.rules.export_topology) say exactly what suanli's topology says: checked pair by pair
+against ``Topology.dependents`` on every public scenario's inventory and one with NVSwitch chips;
+``suanli_nic_info`` carries the ``gpu`` suanli's own NIC alerts carry."""
+
+from __future__ import annotations
+
+import pytest
+
+from suanli.incidents.reach import Reach
+from suanli.inventory import Inventory, load_inventory, parse_inventory
+from suanli.rules import EntityIndex
+from suanli.rules.export_topology import HARDWARE_SCOPES, UPSTREAM_LABEL
+from suanli.store.remote_write import info_series
+from tests.conftest import shared_path
+
+SCENARIOS = ("collective_hang", "healthy", "pcie_riser", "storage_slow", "switch_port_errors")
+NVSWITCHES = """
+cluster: t
+racks:
+  - id: r1
+    nodes:
+      - id: node-001
+        gpus:
+          - {index: 0, uuid: GPU-a0}
+          - {index: 1, uuid: GPU-a1}
+        nvswitches:
+          - {index: 0}
+          - {index: 1}
+        nics:
+          - {name: mlx5_0, gpu: 0, switch_port: leaf-01/p1}
+      - id: node-002
+        gpus:
+          - {index: 0, uuid: GPU-b0}
+        nvswitches:
+          - {index: 0}
+switches:
+  - {id: leaf-01, tier: leaf}
+"""
+
+
+def _inventory(name: str) -> Inventory:
+    if name == "nvswitches":
+        return parse_inventory(NVSWITCHES)
+    return load_inventory(shared_path("scenarios", name, "inventory.yaml"))
+
+
+@pytest.mark.parametrize("name", [*SCENARIOS, "nvswitches"])
+def test_one_label_says_when_hardware_is_downstream(name: str) -> None:
+    inv = _inventory(name)
+    idx, reach = EntityIndex.from_inventory(inv), Reach(inv)
+    checked = downstream = 0
+    for src_scope in sorted(HARDWARE_SCOPES):
+        for dst_scope in sorted(HARDWARE_SCOPES):
+            label = UPSTREAM_LABEL.get((src_scope, dst_scope))
+            for s in idx.of_scope(src_scope):
+                mine = idx.labels(src_scope, s).get(label or "")
+                for t in idx.of_scope(dst_scope):
+                    said = mine is not None and idx.labels(dst_scope, t).get(label or "") == mine
+                    assert reach.downstream(s, t) == said, (src_scope, s, dst_scope, t)
+                    checked += 1
+                    downstream += said
+    assert downstream > 0 and checked > downstream
+
+
+@pytest.mark.parametrize("name", ["pcie_riser", "switch_port_errors"])
+def test_a_job_depends_on_several_entities_of_a_scope(name: str) -> None:
+    """Why ``topology: upstream`` onto a job is left out: no one label value on the job's alert
+    can equal each of the GPUs (NICs, ports) it runs on."""
+    inv = _inventory(name)
+    idx, reach = EntityIndex.from_inventory(inv), Reach(inv)
+    for scope in ("gpu", "nic", "switch_port"):
+        for job in idx.jobs:
+            assert sum(reach.downstream(e, job) for e in idx.of_scope(scope)) >= 2, (scope, job)
+
+
+@pytest.mark.parametrize("name", ["pcie_riser", "switch_port_errors"])
+def test_nic_info_names_the_gpu_suanlis_nic_alerts_carry(name: str) -> None:
+    inv = _inventory(name)
+    idx = EntityIndex.from_inventory(inv)
+    rows = {labels["nic"]: labels for metric, labels, _ in info_series(inv, 0.0) if metric == "suanli_nic_info"}
+    assert set(rows) == set(inv.nics)
+    for nic, labels in rows.items():
+        assert labels.get("sole_gpu_id") == idx.labels("nic", nic).get("gpu"), nic
+        assert labels.get("switch_port") == idx.labels("nic", nic).get("switch_port"), nic
+    sole = sum("sole_gpu_id" in r for r in rows.values())
+    # pcie_riser: 8 NICs per node, one per GPU; switch_port_errors: 4 per node, two GPUs each
+    assert sole == (len(inv.nics) if name == "pcie_riser" else 0)
