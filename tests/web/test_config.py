@@ -101,6 +101,8 @@ def test_defaults() -> None:
     ("logs:\n  - path: a\n    journal: true\n", "s.yaml:2: logs[0]: give either 'path' or 'journal'"),
     ("logs:\n  - journal: maybe\n", "s.yaml:2: logs[0].journal: expected true or false"),
     ("backend:\n  kind: prometheus\n", "s.yaml:2: backend: kind prometheus needs 'url'"),
+    ("backend: {kind: prometheus, url: 'http://p:9090'}\nscrape:\n  - job: d\n    targets: [a:1]\n",
+     "s.yaml:3: scrape: with backend.kind prometheus the TSDB holds the metrics"),
     ("backend:\n  kind: mysql\n", "s.yaml:2: backend.kind: unknown 'mysql'; valid: duckdb, prometheus"),
     ("alertmanager:\n  - url: localhost:9093\n", "s.yaml:2: alertmanager[0].url: expected an http:// or https://"),
     ("auth:\n  open_reads: yes please\n", "s.yaml:2: auth.open_reads: expected true or false"),

@@ -51,9 +51,6 @@ def _service_config(db: Path | None, config: Path | None, listen: str | None) ->
     cfg = merge_listen(load_serve_config(config), listen)
     if db is not None:
         cfg = dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, path=str(db)))
-    if cfg.backend.kind != "duckdb":
-        raise InputError(f"backend.kind: {cfg.backend.kind}: serve keeps its state in DuckDB for now",
-                         file=cfg.source or None)
     return cfg
 
 

@@ -309,9 +309,13 @@ def parse_serve_config(text: str, source: str = "serve.yaml", base: Path | None 
     targets = [t for i, n in enumerate(ctx.seq(m["scrape"], "scrape")) for t in _scrape_job(ctx, n, i)] \
         if "scrape" in m else []
     _unique_targets(ctx, targets)
+    backend = _backend(ctx, m["backend"]) if "backend" in m else d.backend
+    if backend.kind == "prometheus" and targets:
+        raise ctx.err(m["scrape"], "scrape: with backend.kind prometheus the TSDB holds the metrics: scrape the "
+                                   "exporters there (its scrape_configs), not in serve")
     return ServeConfig(
         listen=ctx.convert(m["listen"], "listen", parse_listen) if "listen" in m else d.listen,
-        backend=_backend(ctx, m["backend"]) if "backend" in m else d.backend,
+        backend=backend,
         inventory=ctx.path(m["inventory"], "inventory") if "inventory" in m else None,
         reload_interval_s=ctx.duration(m["reload_interval"], "reload_interval") if "reload_interval" in m
         else d.reload_interval_s,

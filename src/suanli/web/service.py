@@ -1,14 +1,18 @@
 """``suanli serve`` put together: the store, the live sources, the receivers and the analysis loop.
 
 :class:`Service` opens the DuckDB store, the inventory (the config's file, re-read when it changes
-and kept in the store; else the one the store holds) and the rule file, and builds the app.
+and kept in the store; else the one the store holds) and the rule file, and builds the app. With
+``backend.kind: prometheus`` the metrics are read from the TSDB (a :class:`PromStore` slid to each
+step's window, as ``diagnose --prometheus`` reads them) and the DuckDB file keeps the rest: logs
+from the tails, received spans and alerts, the incidents, the inventory, the decision history.
 ``start()`` starts the scrape targets, the log tails, the file watch and the analysis loop (one
 :class:`Stepper` step every ``evaluation.interval``); the receivers' queues start and drain with
 the app. ``stop()`` stops them in the order that loses nothing and closes the store.
 
 The clock: with scrape targets or log sources the steps run at the wall clock; without them
 (a database, and perhaps pushes) at the data's own latest time, so ``suanli serve --db FILE``
-shows the data's last window as it was.
+shows the data's last window as it was (on a TSDB: its latest sample within
+:data:`EXTENT_LOOKBACK_S`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,10 @@ from suanli.inventory import Inventory, load_inventory
 from suanli.pipeline import open_db, stored_inventory
 from suanli.pipeline.inputs import Inputs
 from suanli.pipeline.live import Pipeline
+from suanli.pipeline.sources import EDGE_PAD_S, EXTENT_LOOKBACK_S
 from suanli.rules import RuleSet, load_rules
+from suanli.store.duck import DuckStore
+from suanli.store.promql import PromConfig, PromStore
 from suanli.web.am_push import AlertPusher
 from suanli.web.app import create_app
 from suanli.web.auth import Auth
@@ -64,7 +71,8 @@ class Service:
         live = LiveConfig(window_s=cfg.evaluation.window_s)
         self.config = dataclasses.replace(config or Config(), live=live)
         self.auth = Auth.from_settings(cfg.auth, environ)
-        self.store = open_db(Path(cfg.backend.path), must_exist=False, config=self.config)
+        self.db = open_db(Path(cfg.backend.path), must_exist=False, config=self.config)
+        self.store: DuckStore | PromStore = self.db
         try:
             self._open()
         except BaseException:
@@ -74,13 +82,17 @@ class Service:
     def _open(self) -> None:
         cfg = self.cfg
         self.inventory = self._load_inventory()
+        if cfg.backend.kind == "prometheus":
+            assert cfg.backend.url is not None          # the config parser requires it
+            self.store = PromStore(PromConfig(cfg.backend.url.rstrip("/")), self.inventory,
+                                   window=self._window(time.time()), secondary=self.db)
         self.rules = Reloader(list(cfg.rules), lambda: _rules(cfg), lambda _rs: self._rebuild())
         self.watch_inventory = (Reloader([cfg.inventory], self._load_inventory, self._use_inventory)
                                 if cfg.inventory else None)
-        self.sinks = StoreSinks(self.store)
+        self.sinks = StoreSinks(self.db)
         self.pusher = AlertPusher(cfg.alertmanager, f"http://{cfg.listen}",
                                   hold_s=max(300.0, 4 * cfg.evaluation.interval_s))
-        self.stepper = Stepper(self._pipeline(), IncidentLog(self.store), self._announce)
+        self.stepper = Stepper(self._pipeline(), IncidentLog(self.db), self._announce)
         resolver = self.inventory.resolver
         self.scraper = Scraper(cfg.scrape, self.sinks.scrape, resolver=resolver) if cfg.scrape else None
         self.tails: list[LogTail] = [open_tail(s, self.sinks.events, resolver=resolver) for s in cfg.logs]
@@ -92,16 +104,18 @@ class Service:
     # -- inventory and rules --------------------------------------------------------------------
     def _load_inventory(self) -> Inventory:
         if self.cfg.inventory is None:
-            return stored_inventory(self.store)
+            return stored_inventory(self.db)
         path = Path(self.cfg.inventory)
         inv = load_inventory(path)
         text = path.read_text(encoding="utf-8")
-        if self.store.inventory_text() != text:
-            self.store.put_inventory(text, str(path))
+        if self.db.inventory_text() != text:
+            self.db.put_inventory(text, str(path))
         return inv
 
     def _use_inventory(self, inv: Inventory) -> None:
         self.inventory = inv
+        if isinstance(self.store, PromStore):
+            self.store.use_inventory(inv)
         if self.scraper is not None:
             self.scraper.set_resolver(inv.resolver)
         if hasattr(self, "app"):
@@ -168,14 +182,27 @@ class Service:
             return self.clock()
         if self.live:
             return time.time()
+        if isinstance(self.store, PromStore):
+            wall = time.time()
+            self.store.slide((wall - EXTENT_LOOKBACK_S, wall))
         extent = self.store.time_range()
         return extent[1] if extent is not None else time.time()
+
+    def _window(self, now: float) -> tuple[float, float]:
+        """What a TSDB-backed step reads: its window, the reach of the rules before it (a sudden
+        increase's baseline hour), and :data:`EDGE_PAD_S` after it."""
+        r = self.config.rules
+        reach = max(EDGE_PAD_S, r.lookback_s, r.rate_window_long_s, r.sudden_short_s + r.sudden_baseline_s,
+                    r.event_window_s)
+        return now - self.config.live.window_s - reach, now + EDGE_PAD_S
 
     def step(self) -> list[tuple[str, KeptIncident]]:
         """One step now (the alert payloads received so far included), then the Alertmanager push."""
         pipe = self.stepper.pipeline
         pipe.inputs = dataclasses.replace(pipe.inputs, alert_payloads=self.sinks.alert_payloads())
         now = self.now()
+        if isinstance(self.store, PromStore):
+            self.store.slide(self._window(now))
         changes = self.stepper.step(now)
         resolved = [k for what, k in changes if what == "resolved"]
         self.pusher.push([*self.stepper.incidents("open"), *resolved])
@@ -198,10 +225,13 @@ class Service:
                 return
 
     def scrape_once(self) -> None:
-        """Every target scraped once, now (``--once``)."""
+        """Every target scraped once and every log source read to its end, now (``--once``)."""
         with httpx.Client() as client:
             for target in self.cfg.scrape:
                 self.sinks.scrape(TargetScraper(target, self.inventory.resolver).scrape(client))
+        for tail in self.tails:         # a tail stopped delivers what its source holds until now
+            tail.start()
+            tail.stop(timeout_s=120.0)
 
     def start(self) -> None:
         """The sources, the file watch and the analysis loop (the receivers start with the app)."""
@@ -220,7 +250,7 @@ class Service:
         if self.scraper is not None:
             self.scraper.stop()
         for tail in self.tails:
-            tail.stop()
+            tail.stop(timeout_s=120.0)
         self.rules.stop()
         if self.watch_inventory is not None:
             self.watch_inventory.stop()
@@ -230,4 +260,4 @@ class Service:
         self.close()
 
     def close(self) -> None:
-        self.store.close()
+        self.store.close()          # a PromStore closes its secondary store, the DuckDB file, too
