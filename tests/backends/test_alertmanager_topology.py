@@ -4,14 +4,17 @@ so the scenario plays at the wall clock, as the rule manager only evaluates "now
 alerts to a real Alertmanager loaded with the exported configuration. Alertmanager's API
 (``/api/v2/alerts?inhibited=false``) must inhibit exactly the alerts suanli's evaluator and
 inhibition stage mute at the same evaluation: the NIC alerts of the NIC cabled to the faulty port
-(read off inventory.yaml here), and nothing else: not the port's own alerts, not the NICs elsewhere.
+(read off inventory.yaml here) and the SLA alert of the job whose traffic crosses it (truth.json),
+and nothing else: not the port's own alerts, not the NICs elsewhere.
 
-The rules are the shipped pack's port and NIC rules without ``for`` (a ``for`` would need minutes of
-wall clock), evaluated every second, plus a rule that fires on every NIC that retransmitted within
-the hour (the NICs not behind the port, which must stay un-inhibited)."""
+The rules are the shipped pack's port, NIC and SLA rules and its two topology inhibitions, without
+``for`` (a ``for`` would need minutes of wall clock), evaluated every second, plus a rule that
+fires on every NIC that retransmitted within the hour (the NICs not behind the port, which must
+stay un-inhibited by the port)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -27,6 +30,7 @@ from suanli.ingest.load import load_paths
 from suanli.inventory import Inventory, load_inventory
 from suanli.rules import EntityIndex, Evaluator, RulesConfig, parse_rules
 from suanli.rules.export import to_alertmanager, to_prometheus
+from suanli.rules.export_topology import INHIBITOR, INHIBITOR_RECEIVER
 from suanli.rules.names import METRICS
 from suanli.store.duck import DuckStore
 from suanli.store.remote_write import info_series
@@ -57,11 +61,18 @@ RULES = """rules:
   - name: nic_retransmitting
     scope: nic
     conditions: {all: [rdma_retransmits > 1/h]}
+  - name: sla_latency_high
+    scope: job
+    conditions: {all: [sla_latency > 30]}
 inhibit_rules:
   - name: port_crc_mutes_nics_behind
     topology: upstream
     source_matchers: ['alertname=~"switch_port_crc_ratio_high|switch_port_crc_sudden"']
     target_matchers: ['alertname=~"nic_.*"']
+  - name: hardware_mutes_job_slow
+    topology: upstream
+    source_matchers: ['scope=~"gpu|nic|switch_port|storage"', 'severity=~"critical|warning"']
+    target_matchers: ['alertname=~"sla_latency_high|nccl_collective_timeout"']
 """
 CONFIG = RulesConfig(promql_v2=True, eval_interval_s=1.0)
 LEAD_S = 180
@@ -76,7 +87,8 @@ def _labels(labels: Mapping[str, str]) -> str:
 
 def _shifted_om(folder: Path, inv: Inventory, shift_s: int, out: Path) -> None:
     """The metrics the rules read, and the info series every 60 s, ``shift_s`` later."""
-    names = {METRICS[n].metric for n in ("crc_errors", "port_packets", "symbol_errors", "rdma_retransmits")}
+    names = {METRICS[n].metric for n in ("crc_errors", "port_packets", "symbol_errors", "rdma_retransmits",
+                                         "sla_latency")}
     lo = hi = None
     with (folder / "metrics.om").open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
         for line in src:
@@ -138,17 +150,24 @@ def _am_alerts(am: Server, query: str = "") -> list[dict[str, object]]:
 
 
 def _key(alert: dict[str, object]) -> tuple[str, str]:
+    """(alertname, suanli's entity id): the canonical id under the scope's name, a job's ``job_id``."""
     labels = alert["labels"]
     assert isinstance(labels, dict)
-    return labels["alertname"], labels[labels["scope"]]
+    return labels["alertname"], labels["job_id" if labels["scope"] == "job" else labels["scope"]]
+
+
+def _split(alerts: list[dict[str, object]]) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """(the rules' alerts, the inhibitor twins')."""
+    twin = [a for a in alerts if a["labels"]["alertname"] == INHIBITOR]  # type: ignore[index]
+    return [a for a in alerts if a not in twin], twin
 
 
 def _settled(am: Server, timeout_s: float = 40.0) -> list[dict[str, object]]:
-    """Alertmanager's alerts once all five rules' have arrived and two polls a second apart agree."""
+    """Alertmanager's alerts once all six rules' have arrived and two polls a second apart agree."""
     deadline, last = time.monotonic() + timeout_s, None
     while time.monotonic() < deadline:
-        now = sorted(map(_key, _am_alerts(am)))
-        if now == last and len({name for name, _ in now}) == 5:
+        now = sorted(map(_key, _split(_am_alerts(am))[0]))
+        if now == last and len({name for name, _ in now}) == 6:
             return _am_alerts(am)
         last = now
         time.sleep(1.0)
@@ -166,8 +185,10 @@ def test_alertmanager_inhibits_what_suanli_inhibits(scenario: tuple[DuckStore, I
                                                     servers: tuple[Server, Server, int]) -> None:
     store, inv = scenario
     am, _, shift_s = servers
-    everything = _settled(am)
-    kept = {_key(a) for a in _am_alerts(am, "?inhibited=false")}
+    everything, twins = _split(_settled(am))
+    assert twins and {r["name"] for a in twins for r in a["receivers"]} == {INHIBITOR_RECEIVER}  # type: ignore[attr-defined]
+    assert {r["name"] for a in everything for r in a["receivers"]} == {"default"}  # type: ignore[attr-defined]
+    kept = {_key(a) for a in _split(_am_alerts(am, "?inhibited=false"))[0]}
     inhibited = {_key(a) for a in everything} - kept
     assert all(a["status"]["inhibitedBy"] for a in everything if _key(a) in inhibited)  # type: ignore[index]
     # suanli at the evaluation the latest alert started at (every alert was firing then)
@@ -184,8 +205,10 @@ def test_alertmanager_inhibits_what_suanli_inhibits(scenario: tuple[DuckStore, I
     behind = {f"{n['id']}/{c['name']}" for r in doc["racks"] for n in r["nodes"] for c in n.get("nics", [])
               if c.get("switch_port") == PORT}
     assert len(behind) == 1
-    assert inhibited == {(name, e) for name, e in suanli_all if name.startswith("nic_") and e in behind}
+    (job,) = json.loads((shared_path("scenarios", SCENARIO) / "truth.json").read_text())["faults"][0]["jobs"]
+    assert inhibited == {(name, e) for name, e in suanli_all if name.startswith("nic_") and e in behind} | \
+        {("sla_latency_high", job)}
     assert {name for name, _ in inhibited} == {"nic_symbol_errors", "nic_rdma_retransmits_sudden",
-                                              "nic_retransmitting"}
+                                              "nic_retransmitting", "sla_latency_high"}
     assert ("switch_port_crc_ratio_high", PORT) in kept and ("switch_port_crc_sudden", PORT) in kept
     assert len({e for name, e in kept if name == "nic_retransmitting"}) == len(inv.nics) - 1

@@ -36,6 +36,13 @@ racks:
           - {index: 0}
 switches:
   - {id: leaf-01, tier: leaf}
+jobs:
+  - id: j
+    precision: bf16
+    parallelism: {dp: 2}
+    ranks:
+      - {rank: 0, gpu: node-001/gpu0}
+      - {rank: 1, gpu: node-002/gpu0}
 """
 
 
@@ -65,13 +72,28 @@ def test_one_label_says_when_hardware_is_downstream(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["pcie_riser", "switch_port_errors"])
 def test_a_job_depends_on_several_entities_of_a_scope(name: str) -> None:
-    """Why ``topology: upstream`` onto a job is left out: no one label value on the job's alert
-    can equal each of the GPUs (NICs, ports) it runs on."""
+    """Why ``topology: upstream`` onto a job goes through inhibitor twins, not ``equal``: no one
+    label value on the job's alert can equal each of the GPUs (NICs, ports) it runs on."""
     inv = _inventory(name)
     idx, reach = EntityIndex.from_inventory(inv), Reach(inv)
     for scope in ("gpu", "nic", "switch_port"):
         for job in idx.jobs:
             assert sum(reach.downstream(e, job) for e in idx.of_scope(scope)) >= 2, (scope, job)
+
+
+@pytest.mark.parametrize("name", [*SCENARIOS, "nvswitches"])
+def test_job_dependency_info_is_what_inhibition_asks(name: str) -> None:
+    """``suanli_job_dependency_info`` holds (entity, job) exactly when the job is downstream of the
+    entity, for every hardware entity the exported rules can alert on."""
+    inv = _inventory(name)
+    idx, reach = EntityIndex.from_inventory(inv), Reach(inv)
+    rows = {(lb["entity_kind"], lb["entity"], lb["job_id"]) for metric, lb, _ in info_series(inv, 0.0)
+            if metric == "suanli_job_dependency_info"}
+    want = {(scope, e, job) for scope in sorted(HARDWARE_SCOPES) for e in idx.of_scope(scope) for job in idx.jobs
+            if reach.downstream(e, job)}
+    assert rows == want and want
+    jobs = {lb["job_id"]: lb.get("sla_id") for metric, lb, _ in info_series(inv, 0.0) if metric == "suanli_job_info"}
+    assert jobs == {j.id: j.sla_id for j in inv.jobs.values()}
 
 
 @pytest.mark.parametrize("name", ["pcie_riser", "switch_port_errors"])

@@ -49,7 +49,8 @@ def _one(metric: str, labels: Mapping[str, str | None], t: float, value: float =
 
 
 def info_series(inv: Inventory, t: float) -> list[SeriesSamples]:
-    """``suanli_gpu_info``, ``suanli_nic_info`` and ``suanli_port_info`` at ``t`` (value 1)."""
+    """``suanli_gpu_info``, ``suanli_nic_info``, ``suanli_port_info``, ``suanli_job_info`` and
+    ``suanli_job_dependency_info`` at ``t`` (value 1)."""
     racks = {n.id: n.rack for n in inv.nodes.values()}
     sole = _sole_gpus(inv)
     out = [_one("suanli_gpu_info", {"gpu_id": g.id, "node": g.node, "Hostname": g.node, "gpu": str(g.index),
@@ -64,7 +65,28 @@ def info_series(inv: Inventory, t: float) -> list[SeriesSamples]:
                                             "sole_gpu_id": sole.get(c.id),
                                             "cluster": inv.cluster}, t))
     out.extend(_ports(inv, t))
+    out.extend(_jobs_info(inv, t))
     return out
+
+
+DEPENDENCY_KINDS: tuple[tuple[str, str], ...] = (("gpu", "gpus"), ("node", "nodes"), ("nic", "nics"),
+                                                 ("switch_port", "ports"), ("storage", "storage"),
+                                                 ("nvswitch", "nvswitches"))
+"""(entity kind, the Inventory attribute listing them): the hardware a job may depend on."""
+
+
+def _jobs_info(inv: Inventory, t: float) -> Iterable[SeriesSamples]:
+    """``suanli_job_info`` per job (its SLA and storage) and ``suanli_job_dependency_info`` per
+    (hardware entity, job that depends on it: ``Topology.jobs_behind``), which the exported
+    ``topology: upstream`` inhibitions onto job alerts join."""
+    for job in sorted(inv.jobs.values(), key=lambda j: j.id):
+        yield _one("suanli_job_info", {"job_id": job.id, "sla_id": job.sla_id, "storage": job.storage,
+                                       "cluster": inv.cluster}, t)
+    for kind, attr in DEPENDENCY_KINDS:
+        for entity in sorted(getattr(inv, attr)):
+            for job_id in sorted(inv.topology.jobs_behind(entity)):
+                yield _one("suanli_job_dependency_info", {"job_id": job_id, "entity": entity, "entity_kind": kind,
+                                                          "cluster": inv.cluster}, t)
 
 
 def _sole_gpus(inv: Inventory) -> dict[str, str]:
