@@ -1,8 +1,8 @@
 """``suanli serve`` with ``backend: {kind: prometheus, url: ...}``: its analysis reads the metrics
 from a real Prometheus 2.42 that promtool backfilled with a public scenario (the DuckDB file holds
 no sample), the kernel and trainer logs through its log tails, the spans from the DuckDB file, and
-``serve --once --json`` opens the incidents ``diagnose --prometheus`` finds on the same data (and
-the scenario's truth.json names)."""
+``serve --once --json`` opens the incidents ``diagnose --prometheus`` finds on the same data, field
+for field (and the scenario's truth.json names)."""
 
 from __future__ import annotations
 
@@ -43,9 +43,14 @@ def _config(tmp_path: Path, url: str, logs: bool = True) -> Path:
     return cfg
 
 
-def _incidents(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(i["category"], i["root_cause"]["id"], i["start"], i["end"], i["impact"]["gpus"], i["impact"]["jobs"])
-            for i in doc["incidents"]]
+SERVE_ONLY = ("history", "state")
+"""What only serve's tracker says of an incident (its changes, open or resolved)."""
+
+
+def _incidents(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each incident as diagnose writes it (spec/diagnosis.md): id, root cause, start, end, impact,
+    evidence, alerts, decision, actions ..."""
+    return [{k: v for k, v in i.items() if k not in SERVE_ONLY} for i in doc["incidents"]]
 
 
 def test_serve_on_prometheus_opens_what_diagnose_finds(prometheus_for: Callable[[str], Server],
@@ -62,6 +67,7 @@ def test_serve_on_prometheus_opens_what_diagnose_finds(prometheus_for: Callable[
     assert diagnosed.returncode == 0, diagnosed.stderr
     want = json.loads(diagnosed.stdout)
     assert _incidents(got) == _incidents(want)
+    assert [i["state"] for i in got["incidents"]] == ["open"]       # truth.json: the fault has no end
     truth = json.loads((folder / "truth.json").read_text())
     assert [(i["category"], i["root_cause"]["id"]) for i in got["incidents"]] == \
         [(f["category"], f["root_cause"]["id"]) for f in truth["faults"]]
