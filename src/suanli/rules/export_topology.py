@@ -1,13 +1,13 @@
 """suanli's topology in the exported rules, so Alertmanager inhibits what suanli's evaluator inhibits.
 
-Two halves, both on the ``suanli_*_info`` series suanli writes (suanli.store.remote_write.derived):
+Three parts, all on the ``suanli_*_info`` series suanli writes (suanli.store.remote_write.derived):
 
 - **Relation labels.** An exported alert carries the labels suanli's own alert on that entity carries
   (:meth:`suanli.rules.EntityIndex.labels`). Most come from the exporter's series (``gpu``, ``node``,
   ``switch_port``, ``switch``); a NIC's relations do not, so a NIC rule's expression is joined with
   ``suanli_nic_info`` for its ``switch_port`` and its ``gpu`` (the one GPU whose traffic leaves by
-  it). Where the info series is missing the alert still fires, without those labels
-  (``... or on(nic) EXPR``).
+  it), a job (SLA) rule's with ``suanli_job_info`` for its ``job_id``. Where the info series is
+  missing the alert still fires, without those labels (``... or on(nic) EXPR``).
 - **``topology: upstream``.** suanli mutes a target when its entity is downstream of the source's
   (``Topology.dependents``). Between hardware scopes that relation is one label
   (:data:`UPSTREAM_LABEL`): a NIC is downstream of exactly the port its ``switch_port`` names, a
