@@ -153,8 +153,25 @@ def om_to_prometheus_text(om: Path, batch_bytes: int = 32 << 20) -> Iterator[byt
         yield "".join(out).encode()
 
 
-def vm_import(server: Server, om: Path) -> None:
-    """Load a metrics file through VictoriaMetrics' import API and make it searchable now."""
+def vm_import(server: Server, om: Path, timeout_s: float = 60.0) -> None:
+    """Load a metrics file through VictoriaMetrics' import API and make it searchable now: flushed,
+    and every series in its index (a search right after the flush may not find them all yet)."""
+    series: set[str] = set()
+    lo_ms, hi_ms = float("inf"), float("-inf")
     for body in om_to_prometheus_text(om):
+        for line in body.decode().splitlines():
+            head, _, ts = line.rpartition(" ")
+            series.add(head.rpartition(" ")[0])
+            lo_ms, hi_ms = min(lo_ms, float(ts)), max(hi_ms, float(ts))
         httpx.post(server.url + "/api/v1/import/prometheus", content=body, timeout=300).raise_for_status()
     httpx.get(server.url + "/internal/force_flush", timeout=60).raise_for_status()
+    deadline = time.monotonic() + timeout_s
+    span = {"match[]": '{__name__=~".+"}', "start": f"{lo_ms / 1000:.3f}", "end": f"{hi_ms / 1000:.3f}"}
+    while series:
+        got = httpx.post(server.url + "/api/v1/series", data=span, timeout=60)
+        got.raise_for_status()
+        if len(got.json()["data"]) >= len(series):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"VictoriaMetrics shows {len(got.json()['data'])} of {len(series)} series")
+        time.sleep(0.2)
