@@ -103,6 +103,7 @@ def test_defaults() -> None:
     ("backend:\n  kind: prometheus\n", "s.yaml:2: backend: kind prometheus needs 'url'"),
     ("backend: {kind: prometheus, url: 'http://p:9090'}\nscrape:\n  - job: d\n    targets: [a:1]\n",
      "s.yaml:3: scrape: with backend.kind prometheus the TSDB holds the metrics"),
+    ("backend:\n  path: x.duckdb\n  token_file: t\n", "s.yaml:3: backend: url and token_file go with kind prometheus"),
     ("backend:\n  kind: mysql\n", "s.yaml:2: backend.kind: unknown 'mysql'; valid: duckdb, prometheus"),
     ("alertmanager:\n  - url: localhost:9093\n", "s.yaml:2: alertmanager[0].url: expected an http:// or https://"),
     ("auth:\n  open_reads: yes please\n", "s.yaml:2: auth.open_reads: expected true or false"),

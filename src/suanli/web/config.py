@@ -39,7 +39,7 @@ _LIMIT_KEYS = ("max_body", "max_decompressed", "queue")
 SCHEMA: dict[str, tuple[str, ...]] = {
     "": ("listen", "backend", "inventory", "reload_interval", "rules", "evaluation", "scrape", "logs",
          "alertmanager", "remote_write", "auth", "receivers"),
-    "backend": ("kind", "path", "url"),
+    "backend": ("kind", "path", "url", "token_file"),
     "evaluation": ("interval", "window", "clock"),
     "scrape[]": ("job", "targets", "scheme", "path", "interval", "timeout", "labels", "max_body"),
     "logs[]": ("path", "journal", "host", "from_start"),
@@ -243,7 +243,10 @@ def _backend(ctx: _Ctx, node: yaml.Node) -> Backend:
     if kind == "prometheus" and url is None:
         raise ctx.err(node, "backend: kind prometheus needs 'url'")
     path = ctx.path(m["path"], "backend.path") if "path" in m else Backend.path
-    return Backend(kind, path, url)
+    if kind != "prometheus" and ("url" in m or "token_file" in m):
+        raise ctx.err(m["url"] if "url" in m else m["token_file"], "backend: url and token_file go with kind prometheus")
+    token = ctx.path(m["token_file"], "backend.token_file") if "token_file" in m else None
+    return Backend(kind, path, url, token)
 
 
 def _limits(ctx: _Ctx, node: yaml.Node, sec: str, default: ReceiverLimits) -> ReceiverLimits:

@@ -62,6 +62,21 @@ def _rules(cfg: ServeConfig) -> RuleSet:
     return load_rules(Path(cfg.rules[0]) if cfg.rules else None)
 
 
+def _tsdb(cfg: ServeConfig) -> PromConfig:
+    """The TSDB's connection settings; the token is read from its file now (an InputError naming it)."""
+    b = cfg.backend
+    assert b.url is not None                    # the config parser requires it
+    token = None
+    if b.token_file is not None:
+        try:
+            token = Path(b.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"backend.token_file: {getattr(exc, 'strerror', None) or exc}", file=b.token_file) from None
+        if not token:
+            raise InputError("backend.token_file: the file is empty", file=b.token_file)
+    return PromConfig(b.url.rstrip("/"), bearer_token=token)
+
+
 class Service:
     """Everything ``serve`` runs; ``say`` prints the incident lines."""
 
@@ -83,9 +98,7 @@ class Service:
         cfg = self.cfg
         self.inventory = self._load_inventory()
         if cfg.backend.kind == "prometheus":
-            assert cfg.backend.url is not None          # the config parser requires it
-            self.store = PromStore(PromConfig(cfg.backend.url.rstrip("/")), self.inventory,
-                                   window=self._window(time.time()), secondary=self.db)
+            self.store = PromStore(_tsdb(cfg), self.inventory, window=self._window(time.time()), secondary=self.db)
         self.rules = Reloader(list(cfg.rules), lambda: _rules(cfg), lambda _rs: self._rebuild())
         self.watch_inventory = (Reloader([cfg.inventory], self._load_inventory, self._use_inventory)
                                 if cfg.inventory else None)
