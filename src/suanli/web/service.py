@@ -126,9 +126,7 @@ class Service:
         return inv
 
     def _use_inventory(self, inv: Inventory) -> None:
-        self.inventory = inv
-        if isinstance(self.store, PromStore):
-            self.store.use_inventory(inv)
+        self.inventory = inv            # a TSDB store takes it at the next step (on the analysis thread)
         if self.scraper is not None:
             self.scraper.set_resolver(inv.resolver)
         if hasattr(self, "app"):
@@ -213,6 +211,8 @@ class Service:
         """One step now (the alert payloads received so far included), then the Alertmanager push."""
         pipe = self.stepper.pipeline
         pipe.inputs = dataclasses.replace(pipe.inputs, alert_payloads=self.sinks.alert_payloads())
+        if isinstance(self.store, PromStore):
+            self.store.use_inventory(self.inventory)
         now = self.now()
         if isinstance(self.store, PromStore):
             self.store.slide(self._window(now))
