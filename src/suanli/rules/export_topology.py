@@ -68,7 +68,9 @@ def with_relations(expr: str, scope: str, labels: Sequence[str]) -> str:
         if alert_label != info_label:
             right = f'label_replace({right}, "{alert_label}", "$1", "{info_label}", "(.+)")'
     copied = ", ".join(a for a, _ in relations)
-    right = f"max by ({key}, {copied}) ({right})"
+    # one info series per key even while a changed relation's old series is still in the lookback
+    # (two would make the join an error, and every alert of the rule would vanish)
+    right = f"topk by ({key}) (1, max by ({key}, {copied}) ({right}))"
     return f"(({expr}) * on({key}) group_left({copied}) {right}) or on({key}) ({expr})"
 
 
@@ -97,8 +99,10 @@ def inhibitor_rules(inhibit_rules: Sequence[InhibitRule], exported: Sequence[tup
                 continue
             deps = (f'label_replace(suanli_job_dependency_info{{entity_kind="{scope}"}}, "{scope}", "$1", '
                     f'"entity", "(.+)")')
-            copied = f"group_left({', '.join(r.equal)})"
-            twin: dict[str, Any] = {"alert": INHIBITOR, "expr": f"{deps} * on({scope}) {copied} ({item['expr']})"}
+            kept = ", ".join(dict.fromkeys([scope, *r.equal]))
+            source = f"max by ({kept}) ({item['expr']})"          # one series per entity, as suanli's alerts
+            twin: dict[str, Any] = {"alert": INHIBITOR,
+                                    "expr": f"{deps} * on({scope}) group_left({', '.join(r.equal)}) {source}"}
             twin |= {k: item[k] for k in ("for", "keep_firing_for") if k in item}
             twin["labels"] = {INHIBITOR: r.name, "suanli_source": item["alert"]}
             twin["annotations"] = {"summary": f"{item['alert']} inhibits the job alerts behind its {scope} "
