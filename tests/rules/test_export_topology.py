@@ -5,14 +5,19 @@ against ``Topology.dependents`` on every public scenario's inventory and one wit
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
+import yaml
 
 from suanli.incidents.reach import Reach
 from suanli.inventory import Inventory, load_inventory, parse_inventory
-from suanli.rules import EntityIndex
+from suanli.rules import EntityIndex, parse_rules
+from suanli.rules.export import to_prometheus
 from suanli.rules.export_topology import HARDWARE_SCOPES, UPSTREAM_LABEL
 from suanli.store.remote_write import info_series
-from tests.conftest import shared_path
+from tests.conftest import need_tool, shared_path
 
 SCENARIOS = ("collective_hang", "healthy", "pcie_riser", "storage_slow", "switch_port_errors")
 NVSWITCHES = """
@@ -108,3 +113,28 @@ def test_nic_info_names_the_gpu_suanlis_nic_alerts_carry(name: str) -> None:
     sole = sum("sole_gpu_id" in r for r in rows.values())
     # pcie_riser: 8 NICs per node, one per GPU; switch_port_errors: 4 per node, two GPUs each
     assert sole == (len(inv.nics) if name == "pcie_riser" else 0)
+
+
+@pytest.mark.integration
+def test_a_recabled_nic_still_alerts_with_one_port(tmp_path: Path) -> None:
+    """Re-cabled within the lookback, a NIC has two info series (old port, new port) for 5 minutes:
+    the exported rule still fires once for it, carrying one of the two ports (promtool)."""
+    rs = parse_rules("rules:\n  - name: nic_symbol_errors\n    scope: nic\n    conditions: {all: [symbol_errors > 10/min]}\n")
+    text, notes = to_prometheus(rs)
+    assert notes == []
+    (tmp_path / "rules.yml").write_text(text)
+    info = 'suanli_nic_info{{nic="n1/mlx5_0",node="n1",switch_port="{p}",mac="{m}"}}'
+    doc = {"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": [{
+        "interval": "15s",
+        "input_series": [
+            {"series": 'node_infiniband_symbol_error_total{instance="n1:9100",device="mlx5_0",port="1"}',
+             "values": "0+60x20"},                              # 4 errors/s: 240/min > 10/min
+            {"series": info.format(p="leaf-01/p1", m="aa"), "values": "1x20"},
+            {"series": info.format(p="leaf-01/p2", m="bb"), "values": "1x20"}],
+        "promql_expr_test": [{"expr": 'count by (nic) (ALERTS{alertname="nic_symbol_errors", alertstate="firing", '
+                                      'switch_port=~"leaf-01/p1|leaf-01/p2"})',
+                              "eval_time": "2m", "exp_samples": [{"labels": '{nic="n1/mlx5_0"}', "value": 1}]}]}]}
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = subprocess.run([need_tool("promtool"), "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
