@@ -1,4 +1,5 @@
-"""A loopback HTTP proxy that answers the first requests with chosen failures (503, 429 ...) and
+"""A loopback HTTP proxy that answers the first requests with chosen failures (503, 429 ...; or
+:data:`CUT`: the real answer's status and first half, as vmauth 1.79 cuts some answers) and
 forwards the rest, byte for byte, to a real server: fault injection in front of the real receiver
 (like toxiproxy), so retries are tested against what Prometheus or VictoriaMetrics then store."""
 
@@ -11,7 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-__all__ = ["fault_proxy"]
+__all__ = ["CUT", "fault_proxy"]
+
+CUT = -1
+"""A failure that forwards the request and answers the first half of the real answer."""
 
 
 class _State:
@@ -28,7 +32,7 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             with state.lock:
                 status = state.failures.pop(0) if state.failures else 0
-            if status:
+            if status > 0:
                 self.send_response(status)
                 if status == 429:
                     self.send_header("Retry-After", "0")
@@ -38,11 +42,12 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
             else:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
                 resp = httpx.post(state.upstream + self.path, content=body, headers=headers, timeout=30)
+                answer = resp.content[:len(resp.content) // 2] if status == CUT else resp.content
                 status = resp.status_code
                 self.send_response(status)
-                self.send_header("Content-Length", str(len(resp.content)))
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(resp.content)
+                self.wfile.write(answer)
             state.seen.append((self.path, dict(self.headers.items()), status))
 
         def log_message(self, *args: object) -> None:

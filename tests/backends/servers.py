@@ -81,14 +81,18 @@ def backfill_prometheus(om: Path, data_dir: Path) -> str:
 
 
 def start_prometheus(workdir: Path, data_dir: Path, rule_files: list[Path] | None = None,
-                     extra_args: tuple[str, ...] = ()) -> Server:
-    """Prometheus 2.x on a free loopback port over ``data_dir``, with the remote-write receiver on."""
+                     extra_args: tuple[str, ...] = (), alertmanager: str | None = None) -> Server:
+    """Prometheus 2.x on a free loopback port over ``data_dir``, with the remote-write receiver on,
+    sending its alerts to ``alertmanager`` (a URL) when given."""
     binary = need("prometheus")
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     lines = ["global:", "  evaluation_interval: 15s"]
     if rule_files:
         lines += ["rule_files:", *[f"  - {p}" for p in rule_files]]
+    if alertmanager:
+        lines += ["alerting:", "  alertmanagers:", "    - static_configs:",
+                  f"        - targets: ['{alertmanager.split('://', 1)[-1]}']"]
     config.write_text("\n".join(lines) + "\n")
     port = free_port()
     argv = [binary, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
@@ -149,8 +153,25 @@ def om_to_prometheus_text(om: Path, batch_bytes: int = 32 << 20) -> Iterator[byt
         yield "".join(out).encode()
 
 
-def vm_import(server: Server, om: Path) -> None:
-    """Load a metrics file through VictoriaMetrics' import API and make it searchable now."""
+def vm_import(server: Server, om: Path, timeout_s: float = 60.0) -> None:
+    """Load a metrics file through VictoriaMetrics' import API and make it searchable now: flushed,
+    and every series in its index (a search right after the flush may not find them all yet)."""
+    series: set[str] = set()
+    lo_ms, hi_ms = float("inf"), float("-inf")
     for body in om_to_prometheus_text(om):
+        for line in body.decode().splitlines():
+            head, _, ts = line.rpartition(" ")
+            series.add(head.rpartition(" ")[0])
+            lo_ms, hi_ms = min(lo_ms, float(ts)), max(hi_ms, float(ts))
         httpx.post(server.url + "/api/v1/import/prometheus", content=body, timeout=300).raise_for_status()
     httpx.get(server.url + "/internal/force_flush", timeout=60).raise_for_status()
+    deadline = time.monotonic() + timeout_s
+    span = {"match[]": '{__name__=~".+"}', "start": f"{lo_ms / 1000:.3f}", "end": f"{hi_ms / 1000:.3f}"}
+    while series:
+        got = httpx.post(server.url + "/api/v1/series", data=span, timeout=60)
+        got.raise_for_status()
+        if len(got.json()["data"]) >= len(series):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"VictoriaMetrics shows {len(got.json()['data'])} of {len(series)} series")
+        time.sleep(0.2)

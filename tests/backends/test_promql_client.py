@@ -16,6 +16,7 @@ import pytest
 from suanli.errors import InputError
 from suanli.store.duck import DuckStore
 from suanli.store.promql import PromClient, PromConfig, PromStore
+from tests.backends.fault_proxy import CUT, fault_proxy
 from tests.backends.servers import (
     Server,
     backfill_prometheus,
@@ -208,3 +209,18 @@ def test_long_selectors_are_split_to_the_query_length_limit(tmp_path: Path,
         tight.close()
     finally:
         vm.stop()
+
+
+def test_an_answer_a_proxy_cut_short_is_retried(prometheus_for: Callable[[str], Server]) -> None:
+    """A 200 whose JSON ends early (a proxy cut it) is asked again, as a dropped connection is;
+    without retries it is one line naming the URL."""
+    server = prometheus_for("switch_port_errors")
+    match, lo, hi = '{__name__="suanli_switch_port_crc_errors_total"}', 1773106425000, 1773107312000
+    want = PromClient(PromConfig(server.url, flavor="prometheus")).series(match, lo, hi)
+    assert len(want) == 64          # inventory.yaml: 2 leaves of 16 NIC ports and 8 uplinks, 2 spines of 8
+    with fault_proxy(server.url, [CUT]) as (url, state):
+        assert PromClient(PromConfig(url, flavor="prometheus")).series(match, lo, hi) == want
+        assert [status for _, _, status in state.seen] == [200, 200]
+    with fault_proxy(server.url, [CUT]) as (url, _), pytest.raises(InputError) as err:
+        PromClient(PromConfig(url, flavor="prometheus", retries=0)).series(match, lo, hi)
+    assert str(err.value).startswith(f"{url}/api/v1/series: HTTP 200: ") and "\n" not in str(err.value)

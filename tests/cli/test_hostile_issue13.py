@@ -273,6 +273,25 @@ def test_a_failing_analysis_is_exit_1_and_the_others_are_reported(tmp_path: Path
     assert "Traceback" not in res.stderr
 
 
+def test_serve_once_says_a_failing_analysis_as_diagnose_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from suanli.analysis import fabric
+
+    def broken(*_: object, **__: object) -> None:
+        raise ZeroDivisionError("division by zero in a detector")
+
+    folder = make_folder(tmp_path, "f", files={"metrics.om": _metrics(), "kernel.log": f"{HEAD.format(s=1)}{XID79}\n"})
+    db = tmp_path / "s.duckdb"
+    assert invoke("ingest", folder, "--db", db).exit_code == 0
+    monkeypatch.setattr(fabric, "analyze", broken)
+    res = invoke("serve", "--db", db, "--once", "--json")
+    assert res.exit_code == 1
+    doc = json.loads(res.stdout)
+    assert [(i["category"], i["root_cause"]["id"]) for i in doc["incidents"]] == [("gpu_lost", "node-001/gpu0")]
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("analysis error")]
+    assert errors == ["analysis error: fabric: ZeroDivisionError: division by zero in a detector (run with --debug "
+                      "for a traceback)"]
+
+
 # ------------------------------------------------------------------------ empty, folder, loop
 
 def test_empty_files_folders_and_link_loops_are_warnings_not_silence_or_a_hang(tmp_path: Path) -> None:

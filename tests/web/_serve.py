@@ -85,12 +85,16 @@ def start_serve(workdir: Path, db: Path, config: Path | None = None, timeout_s: 
     raise RuntimeError(f"serve did not finish a step: {log.read_text()[-3000:]}")
 
 
-def start_alertmanager(workdir: Path) -> Server:
-    """Debian's prometheus-alertmanager on a free loopback port, clustering off."""
+BLACKHOLE = "route:\n  receiver: blackhole\n  group_wait: 1s\nreceivers:\n  - name: blackhole\n"
+
+
+def start_alertmanager(workdir: Path, config_text: str = BLACKHOLE) -> Server:
+    """Debian's prometheus-alertmanager on a free loopback port, clustering off, with
+    ``config_text`` as its configuration (default: one receiver that notifies nobody)."""
     binary = need("prometheus-alertmanager")
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "alertmanager.yml"
-    config.write_text("route:\n  receiver: blackhole\n  group_wait: 1s\nreceivers:\n  - name: blackhole\n")
+    config.write_text(config_text)
     port = free_port()
     argv = [binary, f"--config.file={config}", f"--storage.path={workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=", "--log.level=warn"]

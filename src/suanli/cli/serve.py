@@ -51,9 +51,6 @@ def _service_config(db: Path | None, config: Path | None, listen: str | None) ->
     cfg = merge_listen(load_serve_config(config), listen)
     if db is not None:
         cfg = dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, path=str(db)))
-    if cfg.backend.kind != "duckdb":
-        raise InputError(f"backend.kind: {cfg.backend.kind}: serve keeps its state in DuckDB for now",
-                         file=cfg.source or None)
     return cfg
 
 
@@ -82,10 +79,14 @@ def serve_cmd(console: Console, db: Path | None, config: Path | None, listen: st
 
 
 def _once(console: Console, svc: Service, as_json: bool) -> int:
+    """One step; exit 1 (as ``diagnose``) when an analysis failed, each failure one stderr line."""
+    from suanli.cli.diagnose import ANALYSIS_FAILED
+
     try:
         svc.scrape_once()
         svc.step()
         docs = [k.json() for k in svc.stepper.incidents()]
+        failed = [str(e) for e in svc.stepper.stats.diagnosis.get("analysis_errors") or []]
     finally:
         svc.close()
     if as_json:
@@ -93,7 +94,10 @@ def _once(console: Console, svc: Service, as_json: bool) -> int:
     else:
         open_ = sum(d["state"] == "open" for d in docs)
         console.print(f"{len(docs)} incidents ({open_} open)")
-    return 0
+    for line in failed:
+        err.print(f"analysis error: {line.splitlines()[0] if line else line} (run with --debug for a traceback)",
+                  markup=False, highlight=False)
+    return ANALYSIS_FAILED if failed else 0
 
 
 class _Server(uvicorn.Server):

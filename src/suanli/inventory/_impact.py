@@ -47,9 +47,8 @@ def _of_nodes(topo: Topology, nodes: set[str]) -> set[str]:
 
 def _of_fabric(topo: Topology, entities: set[str]) -> set[str]:
     """Fabric parts plus the NICs cabled to those ports and the jobs crossing any of them."""
-    fab = topo.fabric
+    port_nic = topo.fabric.port_nic
     out = set(entities)
-    port_nic = {p: n for n, p in fab.nic_port.items()}
     out.update(port_nic[e] for e in entities if e in port_nic)
     jobs = {j for e in out for j in topo.crossing_jobs(e)}
     return out | _upwards(topo, set(), jobs)

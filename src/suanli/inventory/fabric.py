@@ -44,6 +44,7 @@ class Fabric:
     def __init__(self, inv: Inventory, config: FabricConfig | None = None) -> None:
         self.config = config or FabricConfig()
         self.nic_port: dict[str, str] = {c.id: c.switch_port for c in inv.nics.values() if c.switch_port}
+        self.port_nic: dict[str, str] = {p: n for n, p in self.nic_port.items()}
         self.port_switch: dict[str, str] = {}
         for port in inv.ports:
             head, _, _ = port.partition("/")

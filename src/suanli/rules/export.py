@@ -2,8 +2,8 @@
 
 Each function returns ``(text, notes)``: ``notes`` names every rule, condition or inhibition that
 PromQL / Alertmanager cannot express (analysis outputs, event counts from logs, joins across
-exporters with different labels, topology inhibitions) or expresses only approximately; the CLI
-prints them on stderr, nothing is dropped silently.
+exporters with different labels, a topology inhibition whose source does not name its entity) or
+expresses only approximately; the CLI prints them on stderr, nothing is dropped silently.
 
 Translation (docs/rules.md, "Export"):
 
@@ -14,17 +14,27 @@ Translation (docs/rules.md, "Export"):
 - ``for D``               -> ``for: D`` (a rule with different ``for`` per condition gets the longest)
 - every expression is wrapped in ``label_replace``/``label_join`` so its alerts carry suanli's
   canonical labels (``gpu="node-001/gpu0"``, ``node``, ``nic``, ``switch_port``), the labels the
-  exported ``inhibit_rules`` compare; ``all:`` joins with ``and on(<scope label>)``, ``any:`` with ``or``.
+  exported ``inhibit_rules`` compare; ``all:`` joins with ``and on(<scope label>)``, ``any:`` with ``or``;
+  a NIC or job rule's expression also joins an info series for its relations, and ``topology:
+  upstream`` becomes ``equal`` on them or inhibitor twins (suanli.rules.export_topology).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
 from suanli.rules.condition_data import RulesConfig
 from suanli.rules.conditions import Condition
+from suanli.rules.export_topology import (
+    INHIBITOR,
+    INHIBITOR_RECEIVER,
+    inhibitor_rules,
+    upstream_inhibitions,
+    with_relations,
+)
 from suanli.rules.language import Rule, RuleSet
 from suanli.rules.names import DERIVED, METRICS
 
@@ -102,7 +112,8 @@ def _xid_promql(cond: Condition, cfg: RulesConfig) -> tuple[str, tuple[str, ...]
     return wrap.format(e=f"({expr})"), labels
 
 
-def _rule_expr(rule: Rule, cfg: RulesConfig, notes: list[str]) -> str | None:
+def _rule_expr(rule: Rule, cfg: RulesConfig, notes: list[str]) -> tuple[str, list[str]] | None:
+    """The rule's PromQL and the labels its series carry, or None (and why, in ``notes``)."""
     parts: list[tuple[str, tuple[str, ...]]] = []
     for c in rule.conditions:
         got = condition_promql(c, cfg)
@@ -118,13 +129,14 @@ def _rule_expr(rule: Rule, cfg: RulesConfig, notes: list[str]) -> str | None:
     if not parts:
         notes.append(f"rule {rule.name} not exported: no condition can be written in PromQL")
         return None
+    common = sorted(set.intersection(*(set(p[1]) for p in parts)))
     if rule.mode == "any" or len(parts) == 1:
-        return " or ".join(p[0] for p in parts)
-    if rule.scope not in set.intersection(*(set(p[1]) for p in parts)):
+        return with_relations(" or ".join(p[0] for p in parts), rule.scope, common), common
+    if rule.scope not in common:
         notes.append(f"rule {rule.name} not exported: its conditions come from exporters whose labels "
                      f"cannot be joined on {rule.scope} in PromQL")
         return None
-    return f" and on({rule.scope}) ".join(p[0] for p in parts)
+    return with_relations(f" and on({rule.scope}) ".join(p[0] for p in parts), rule.scope, common), common
 
 
 def to_prometheus(ruleset: RuleSet, config: RulesConfig | None = None) -> tuple[str, list[str]]:
@@ -132,10 +144,12 @@ def to_prometheus(ruleset: RuleSet, config: RulesConfig | None = None) -> tuple[
     cfg = config or RulesConfig()
     notes: list[str] = []
     rules: list[dict[str, Any]] = []
+    carried: list[Sequence[str]] = []
     for rule in ruleset.rules:
-        expr = _rule_expr(rule, cfg, notes)
-        if expr is None:
+        got = _rule_expr(rule, cfg, notes)
+        if got is None:
             continue
+        expr, labels_carried = got
         if rule.held_only:
             notes.append(f"rule {rule.name}: approximated: held_only (GPUs a job holds) is not in the export: "
                          f"Prometheus has no job placement, so the exported rule also fires on idle spare GPUs")
@@ -159,6 +173,8 @@ def to_prometheus(ruleset: RuleSet, config: RulesConfig | None = None) -> tuple[
             ann["suanli_actions"] = ", ".join(a.name for a in rule.actions)
         out["annotations"] = ann
         rules.append(out)
+        carried.append(labels_carried)
+    rules += inhibitor_rules(ruleset.inhibit_rules, list(zip(rules, carried, strict=True)), notes)
     doc = {"groups": [{"name": "suanli", "interval": prom_duration(cfg.eval_interval_s), "rules": rules}]}
     return yaml.safe_dump(doc, sort_keys=False, width=1000), notes
 
@@ -177,8 +193,8 @@ def to_alertmanager(ruleset: RuleSet, receiver: str = "default",
                     config: RulesConfig | None = None) -> tuple[str, list[str]]:
     """An Alertmanager config (``amtool check-config`` accepts it): a default receiver and the
     inhibitions as ``inhibit_rules``. An inhibition whose source matches no alert of the Prometheus
-    export would never fire there: it is left out, and the notes say so, as they say what each
-    topology inhibition loses."""
+    export would never fire there: it is left out, and the notes say so, as they say what a
+    topology inhibition cannot keep."""
     notes: list[str] = []
     inhibit: list[dict[str, Any]] = []
     sources = _exported_labels(ruleset, config or RulesConfig())
@@ -188,16 +204,17 @@ def to_alertmanager(ruleset: RuleSet, receiver: str = "default",
                          f"matches no rule of the Prometheus export, so it could never fire in Alertmanager")
             continue
         if r.topology == "upstream":
-            notes.append(f"inhibit rule {r.name}: topology 'upstream' needs the inventory graph; "
-                         f"not expressible in Alertmanager" + (", exported with its equal labels only"
-                                                               if r.equal else ", left out"))
-            if not r.equal:
-                continue
+            inhibit.extend(upstream_inhibitions(r, sources, notes))
+            continue
         item: dict[str, Any] = {"source_matchers": [str(m) for m in r.source_matchers],
                                 "target_matchers": [str(m) for m in r.target_matchers]}
         if r.equal:
             item["equal"] = list(r.equal)
         inhibit.append(item)
-    doc = {"route": {"receiver": receiver, "group_by": ["alertname", "scope"]},
-           "receivers": [{"name": receiver}], "inhibit_rules": inhibit}
+    route: dict[str, Any] = {"receiver": receiver, "group_by": ["alertname", "scope"]}
+    receivers = [{"name": receiver}]
+    if any(m.startswith(f"{INHIBITOR}=") for r in inhibit for m in r["source_matchers"]):
+        route["routes"] = [{"receiver": INHIBITOR_RECEIVER, "matchers": [f'{INHIBITOR}=~".+"']}]
+        receivers.append({"name": INHIBITOR_RECEIVER})
+    doc = {"route": route, "receivers": receivers, "inhibit_rules": inhibit}
     return yaml.safe_dump(doc, sort_keys=False, width=1000), notes

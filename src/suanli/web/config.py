@@ -39,7 +39,7 @@ _LIMIT_KEYS = ("max_body", "max_decompressed", "queue")
 SCHEMA: dict[str, tuple[str, ...]] = {
     "": ("listen", "backend", "inventory", "reload_interval", "rules", "evaluation", "scrape", "logs",
          "alertmanager", "remote_write", "auth", "receivers"),
-    "backend": ("kind", "path", "url"),
+    "backend": ("kind", "path", "url", "token_file"),
     "evaluation": ("interval", "window", "clock"),
     "scrape[]": ("job", "targets", "scheme", "path", "interval", "timeout", "labels", "max_body"),
     "logs[]": ("path", "journal", "host", "from_start"),
@@ -243,7 +243,10 @@ def _backend(ctx: _Ctx, node: yaml.Node) -> Backend:
     if kind == "prometheus" and url is None:
         raise ctx.err(node, "backend: kind prometheus needs 'url'")
     path = ctx.path(m["path"], "backend.path") if "path" in m else Backend.path
-    return Backend(kind, path, url)
+    if kind != "prometheus" and ("url" in m or "token_file" in m):
+        raise ctx.err(m["url"] if "url" in m else m["token_file"], "backend: url and token_file go with kind prometheus")
+    token = ctx.path(m["token_file"], "backend.token_file") if "token_file" in m else None
+    return Backend(kind, path, url, token)
 
 
 def _limits(ctx: _Ctx, node: yaml.Node, sec: str, default: ReceiverLimits) -> ReceiverLimits:
@@ -309,9 +312,13 @@ def parse_serve_config(text: str, source: str = "serve.yaml", base: Path | None 
     targets = [t for i, n in enumerate(ctx.seq(m["scrape"], "scrape")) for t in _scrape_job(ctx, n, i)] \
         if "scrape" in m else []
     _unique_targets(ctx, targets)
+    backend = _backend(ctx, m["backend"]) if "backend" in m else d.backend
+    if backend.kind == "prometheus" and targets:
+        raise ctx.err(m["scrape"], "scrape: with backend.kind prometheus the TSDB holds the metrics: scrape the "
+                                   "exporters there (its scrape_configs), not in serve")
     return ServeConfig(
         listen=ctx.convert(m["listen"], "listen", parse_listen) if "listen" in m else d.listen,
-        backend=_backend(ctx, m["backend"]) if "backend" in m else d.backend,
+        backend=backend,
         inventory=ctx.path(m["inventory"], "inventory") if "inventory" in m else None,
         reload_interval_s=ctx.duration(m["reload_interval"], "reload_interval") if "reload_interval" in m
         else d.reload_interval_s,

@@ -8,6 +8,11 @@ Written with prometheus_client from the last analysis step (nothing is computed 
   score and failure probability, with dcgm-exporter's own labels (``gpu``, ``UUID``,
   ``Hostname``) and the canonical id ``gpu_id``; per incident whether it is open, its cost and
   the chosen action's saving;
+* the info series the exported alert rules join (:data:`JOINED_INFO`, as
+  ``store.remote_write.derived.info_series`` writes them), so the Prometheus that scrapes ``serve``
+  keeps them fresh (docs/rules.md, "Topology inhibitions in Alertmanager"). ``suanli_gpu_info``
+  and ``suanli_port_info`` are left to remote write: the former carries dcgm-exporter's own
+  camelCase label names, which ``promtool check metrics`` flags in an exposition;
 * ``suanli_incidents_open{category}`` (the tracker's open incidents, every category);
 * suanli itself: ``suanli_scrape_target_up{target}``, ``suanli_ingested_records_total{kind}``,
   ``suanli_receiver_queue_pending{receiver}``, ``suanli_receiver_refused_total{receiver,reason}``,
@@ -29,12 +34,12 @@ from prometheus_client.registry import Collector
 
 from suanli.analysis.categories import POLICIES
 from suanli.inventory import Inventory
-from suanli.store.remote_write.derived import DERIVED, diagnosis_series
+from suanli.store.remote_write.derived import DERIVED, diagnosis_series, info_series
 
 if TYPE_CHECKING:
     from suanli.web.service import Service
 
-__all__ = ["SuanliCollector", "derived_metrics", "metrics_router"]
+__all__ = ["JOINED_INFO", "SuanliCollector", "derived_metrics", "info_metrics", "metrics_router"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -59,14 +64,37 @@ def derived_metrics(doc: dict[str, Any], inventory: Inventory) -> Iterator[Metri
     yield from families.values()
 
 
+INFO_HELP = "The inventory's topology (value 1), to join exporter series on canonical ids and relations."
+
+
+JOINED_INFO = ("suanli_nic_info", "suanli_job_info", "suanli_job_dependency_info")
+"""The info series the exported alert rules join (suanli.rules.export_topology)."""
+
+
+def info_metrics(inventory: Inventory) -> list[Metric]:
+    """The inventory's :data:`JOINED_INFO` series as gauge families (value 1)."""
+    families: dict[str, Metric] = {}
+    for name, labels, points in info_series(inventory, 0.0):
+        if name not in JOINED_INFO:
+            continue
+        fam = families.setdefault(name, Metric(name, INFO_HELP, "gauge"))
+        for _, value in points:
+            fam.add_sample(name, dict(labels), value)
+    return list(families.values())
+
+
 class SuanliCollector(Collector):
-    """Reads ``svc`` at every scrape."""
+    """Reads ``svc`` at every scrape (the info series once per inventory)."""
 
     def __init__(self, svc: Service) -> None:
         self.svc = svc
+        self._info: tuple[Inventory, list[Metric]] | None = None
 
     def collect(self) -> Iterator[Metric]:
         yield from derived_metrics(self.svc.stepper.stats.diagnosis, self.svc.inventory)
+        if self._info is None or self._info[0] is not self.svc.inventory:
+            self._info = (self.svc.inventory, info_metrics(self.svc.inventory))
+        yield from self._info[1]
         yield self._open_incidents()
         yield from self._own()
 

@@ -1,14 +1,18 @@
 """``suanli serve`` put together: the store, the live sources, the receivers and the analysis loop.
 
 :class:`Service` opens the DuckDB store, the inventory (the config's file, re-read when it changes
-and kept in the store; else the one the store holds) and the rule file, and builds the app.
+and kept in the store; else the one the store holds) and the rule file, and builds the app. With
+``backend.kind: prometheus`` the metrics are read from the TSDB (a :class:`PromStore` slid to each
+step's window, as ``diagnose --prometheus`` reads them) and the DuckDB file keeps the rest: logs
+from the tails, received spans and alerts, the incidents, the inventory, the decision history.
 ``start()`` starts the scrape targets, the log tails, the file watch and the analysis loop (one
 :class:`Stepper` step every ``evaluation.interval``); the receivers' queues start and drain with
 the app. ``stop()`` stops them in the order that loses nothing and closes the store.
 
 The clock: with scrape targets or log sources the steps run at the wall clock; without them
 (a database, and perhaps pushes) at the data's own latest time, so ``suanli serve --db FILE``
-shows the data's last window as it was.
+shows the data's last window as it was (on a TSDB: its latest sample within
+:data:`EXTENT_LOOKBACK_S`).
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ from suanli.inventory import Inventory, load_inventory
 from suanli.pipeline import open_db, stored_inventory
 from suanli.pipeline.inputs import Inputs
 from suanli.pipeline.live import Pipeline
+from suanli.pipeline.sources import EDGE_PAD_S, EXTENT_LOOKBACK_S
 from suanli.rules import RuleSet
 from suanli.rules.actions import MODES
 from suanli.rules.audit import default_audit_path
 from suanli.rules.merge import load_rule_files
 from suanli.store.boot_times import LiveBootTimes
+from suanli.store.duck import DuckStore
+from suanli.store.promql import PromConfig, PromStore
 from suanli.timefmt import to_rfc3339
 from suanli.web.am_push import AlertPusher
 from suanli.web.app import create_app
@@ -60,6 +67,21 @@ def _rules(cfg: ServeConfig) -> RuleSet:
     return load_rule_files([Path(p) for p in cfg.rules])
 
 
+def _tsdb(cfg: ServeConfig) -> PromConfig:
+    """The TSDB's connection settings; the token is read from its file now (an InputError naming it)."""
+    b = cfg.backend
+    assert b.url is not None                    # the config parser requires it
+    token = None
+    if b.token_file is not None:
+        try:
+            token = Path(b.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"backend.token_file: {getattr(exc, 'strerror', None) or exc}", file=b.token_file) from None
+        if not token:
+            raise InputError("backend.token_file: the file is empty", file=b.token_file)
+    return PromConfig(b.url.rstrip("/"), bearer_token=token)
+
+
 class Service:
     """Everything ``serve`` runs; ``say`` prints the incident lines."""
 
@@ -69,7 +91,8 @@ class Service:
         live = LiveConfig(window_s=cfg.evaluation.window_s)
         self.config = dataclasses.replace(config or Config(), live=live)
         self.auth = Auth.from_settings(cfg.auth, environ)
-        self.store = open_db(Path(cfg.backend.path), must_exist=False, config=self.config)
+        self.db = open_db(Path(cfg.backend.path), must_exist=False, config=self.config)
+        self.store: DuckStore | PromStore = self.db
         try:
             self._open()
         except BaseException:
@@ -80,13 +103,15 @@ class Service:
         cfg = self.cfg
         self._action_mode: str | None = None
         self.inventory = self._load_inventory()
+        if cfg.backend.kind == "prometheus":
+            self.store = PromStore(_tsdb(cfg), self.inventory, window=self._window(time.time()), secondary=self.db)
         self.rules = Reloader(list(cfg.rules), lambda: _rules(cfg), lambda _rs: self._rebuild())
         self.watch_inventory = (Reloader([cfg.inventory], self._load_inventory, self._use_inventory)
                                 if cfg.inventory else None)
-        self.sinks = StoreSinks(self.store)
+        self.sinks = StoreSinks(self.db)
         self.pusher = AlertPusher(cfg.alertmanager, f"http://{cfg.listen}",
                                   hold_s=max(300.0, 4 * cfg.evaluation.interval_s))
-        self.stepper = Stepper(self._pipeline(), IncidentLog(self.store), self._announce)
+        self.stepper = Stepper(self._pipeline(), IncidentLog(self.db), self._announce)
         self.forwarder = SeriesForwarder(cfg.remote_write)
         resolver = self.inventory.resolver
         self.scraper = Scraper(cfg.scrape, self.sinks.scrape, resolver=resolver) if cfg.scrape else None
@@ -102,16 +127,16 @@ class Service:
     # -- inventory and rules --------------------------------------------------------------------
     def _load_inventory(self) -> Inventory:
         if self.cfg.inventory is None:
-            return stored_inventory(self.store)
+            return stored_inventory(self.db)
         path = Path(self.cfg.inventory)
         inv = load_inventory(path)
         text = path.read_text(encoding="utf-8")
-        if self.store.inventory_text() != text:
-            self.store.put_inventory(text, str(path))
+        if self.db.inventory_text() != text:
+            self.db.put_inventory(text, str(path))
         return inv
 
     def _use_inventory(self, inv: Inventory) -> None:
-        self.inventory = inv
+        self.inventory = inv            # a TSDB store takes it at the next step (on the analysis thread)
         for tail in self.tails:             # from the tail's next parser run on
             tail.config = dataclasses.replace(tail.config, timezone=inv.timezone)
         if self.scraper is not None:
@@ -207,14 +232,29 @@ class Service:
             return self.clock()
         if self.live:
             return time.time()
+        if isinstance(self.store, PromStore):
+            wall = time.time()
+            self.store.slide((wall - EXTENT_LOOKBACK_S, wall))
         extent = self.store.time_range()
         return extent[1] if extent is not None else time.time()
+
+    def _window(self, now: float) -> tuple[float, float]:
+        """What a TSDB-backed step reads: its window, the reach of the rules before it (a sudden
+        increase's baseline hour), and :data:`EDGE_PAD_S` after it."""
+        r = self.config.rules
+        reach = max(EDGE_PAD_S, r.lookback_s, r.rate_window_long_s, r.sudden_short_s + r.sudden_baseline_s,
+                    r.event_window_s)
+        return now - self.config.live.window_s - reach, now + EDGE_PAD_S
 
     def step(self) -> list[tuple[str, KeptIncident]]:
         """One step now (the alert payloads received so far included), then the Alertmanager push."""
         pipe = self.stepper.pipeline
         pipe.inputs = dataclasses.replace(pipe.inputs, alert_payloads=self.sinks.alert_payloads())
+        if isinstance(self.store, PromStore):
+            self.store.use_inventory(self.inventory)
         now = self.now()
+        if isinstance(self.store, PromStore):
+            self.store.slide(self._window(now))
         changes = self.stepper.step(now)
         resolved = [k for what, k in changes if what == "resolved"]
         self.pusher.push([*self.stepper.incidents("open"), *resolved])
@@ -238,10 +278,13 @@ class Service:
                 return
 
     def scrape_once(self) -> None:
-        """Every target scraped once, now (``--once``)."""
+        """Every target scraped once and every log source read to its end, now (``--once``)."""
         with httpx.Client() as client:
             for target in self.cfg.scrape:
                 self.sinks.scrape(TargetScraper(target, self.inventory.resolver).scrape(client))
+        for tail in self.tails:         # a tail stopped delivers what its source holds until now
+            tail.start()
+            tail.stop(timeout_s=120.0)
 
     def start(self) -> None:
         """The sources, the file watch and the analysis loop (the receivers start with the app)."""
@@ -260,7 +303,7 @@ class Service:
         if self.scraper is not None:
             self.scraper.stop()
         for tail in self.tails:
-            tail.stop()
+            tail.stop(timeout_s=120.0)
         self.rules.stop()
         if self.watch_inventory is not None:
             self.watch_inventory.stop()
@@ -271,4 +314,4 @@ class Service:
 
     def close(self) -> None:
         self.forwarder.close()
-        self.store.close()
+        self.store.close()          # a PromStore closes its secondary store, the DuckDB file, too

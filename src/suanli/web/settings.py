@@ -47,6 +47,8 @@ class Backend:
     kind: str = "duckdb"
     path: str = "suanli.duckdb"
     url: str | None = None
+    token_file: str | None = None
+    """A file holding the bearer token sent to the TSDB (vmauth, an auth proxy); None: none sent."""
 
 
 @dataclass(frozen=True)

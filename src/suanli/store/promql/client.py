@@ -6,7 +6,7 @@ Queries go as POST forms (long selectors fit). Errors a user can cause or fix (a
 refused connection, a timeout, bad credentials, a query the server rejects) raise
 :class:`~suanli.errors.InputError` naming the URL and the query; a server that refuses a query for
 loading too many samples raises :class:`TooManySamples` (the store splits the query and retries).
-Transient failures (5xx, connection resets) are retried ``retries`` times.
+Transient failures (5xx, connection resets, a 200 whose body a proxy cut short) are retried ``retries`` times.
 
 Times on the wire are milliseconds since the epoch, written as seconds with three decimals.
 """
@@ -171,17 +171,15 @@ class PromClient:
                                  file=url) from None
             sent = len(resp.request.content or b"") + len(str(resp.request.url))
             self.stats.add(endpoint, sent, resp.num_bytes_downloaded, len(resp.content), time.perf_counter() - t0)
-            if resp.status_code >= 500 and attempt < self.config.retries and not _too_many(resp.text):
+            body = _json(resp)
+            cut = resp.status_code == 200 and body is None     # a transfer a proxy cut short
+            if attempt < self.config.retries and (cut or (resp.status_code >= 500 and not _too_many(resp.text))):
                 time.sleep(0.2 * 2 ** attempt)
                 continue
-            return self._decode(resp, url, what)
+            return self._decode(resp, body, url, what)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _decode(self, resp: httpx.Response, url: str, what: str) -> Any:
-        try:
-            body = json.loads(resp.content)
-        except ValueError:
-            body = None
+    def _decode(self, resp: httpx.Response, body: Any, url: str, what: str) -> Any:
         if resp.status_code == 200 and isinstance(body, dict) and body.get("status") == "success":
             return body.get("data")
         if isinstance(body, dict):
@@ -190,6 +188,16 @@ class PromClient:
             msg = f"HTTP {resp.status_code}: {resp.text.strip()[:200] or resp.reason_phrase}"
         cls = TooManySamples if _too_many(msg) else InputError
         raise cls(f"{msg} (query: {_short(what)})", file=url)
+
+
+def _json(resp: httpx.Response) -> Any:
+    """The body as JSON, None when it is not. A 200 that is not JSON is a transfer a proxy cut short
+    (vmauth 1.79 cuts some answers to concurrent requests at 64 KiB): retried as a dropped
+    connection is."""
+    try:
+        return json.loads(resp.content)
+    except ValueError:
+        return None
 
 
 def _too_many(text: str) -> bool:

@@ -76,9 +76,18 @@ class PromStore:
         if window is None:
             now = time.time()
             window = (now - config.default_lookback_s, now)
+        self._extra = tuple(config.matchers)
+        self.slide(window)
+
+    def slide(self, window: tuple[float, float]) -> None:
+        """Read ``window`` from now on (``serve``'s sliding window), forgetting what was discovered."""
         self.window = (float(window[0]), float(window[1]))
         self._win_ms = (_lo_ms(self.window[0]), _hi_ms(self.window[1]))
-        self._extra = tuple(config.matchers)
+        self.refresh()
+
+    def use_inventory(self, inventory: Any) -> None:
+        """Resolve series through ``inventory`` from now on (the inventory file changed)."""
+        self.lookups = inventory.resolver
         self.refresh()
 
     def refresh(self) -> None:

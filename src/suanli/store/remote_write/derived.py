@@ -4,7 +4,9 @@ and Alertmanager can join exporter series on canonical ids and relations.
 
 Info series carry value 1 and every label a join needs: the canonical id, the exporter's own label
 values (dcgm-exporter's ``Hostname``/``gpu``/``UUID``, node-exporter's ``device``), and the
-relations (a NIC's switch port and GPU, a port's peer)::
+relations (a NIC's switch port and GPU, a port's peer). ``suanli_nic_info``'s ``sole_gpu_id`` is the
+one GPU whose traffic leaves by the NIC (absent when it carries several): the ``gpu`` label suanli's
+NIC alerts carry, which the exported alert rules join (suanli.rules.export)::
 
     DCGM_FI_DEV_GPU_TEMP * on(UUID) group_left(gpu_id, rack) suanli_gpu_info
     rate(node_infiniband_port_errors_received_total[5m]) * on(node, device) group_left(switch_port) suanli_nic_info
@@ -47,8 +49,10 @@ def _one(metric: str, labels: Mapping[str, str | None], t: float, value: float =
 
 
 def info_series(inv: Inventory, t: float) -> list[SeriesSamples]:
-    """``suanli_gpu_info``, ``suanli_nic_info`` and ``suanli_port_info`` at ``t`` (value 1)."""
+    """``suanli_gpu_info``, ``suanli_nic_info``, ``suanli_port_info``, ``suanli_job_info`` and
+    ``suanli_job_dependency_info`` at ``t`` (value 1)."""
     racks = {n.id: n.rack for n in inv.nodes.values()}
+    sole = _sole_gpus(inv)
     out = [_one("suanli_gpu_info", {"gpu_id": g.id, "node": g.node, "Hostname": g.node, "gpu": str(g.index),
                                     "UUID": g.uuid, "pci_bus_id": g.pci_bus_id, "modelName": g.model,
                                     "rack": racks.get(g.node), "cluster": inv.cluster}, t)
@@ -58,9 +62,41 @@ def info_series(inv: Inventory, t: float) -> list[SeriesSamples]:
         out.append(_one("suanli_nic_info", {"nic": c.id, "node": c.node, "device": c.name, "mac": c.mac,
                                             "switch_port": c.switch_port, "switch": switch, "port": port,
                                             "gpu_id": gpu_id(c.node, c.gpu) if c.gpu is not None else None,
+                                            "sole_gpu_id": sole.get(c.id),
                                             "cluster": inv.cluster}, t))
     out.extend(_ports(inv, t))
+    out.extend(_jobs_info(inv, t))
     return out
+
+
+DEPENDENCY_KINDS: tuple[tuple[str, str], ...] = (("gpu", "gpus"), ("node", "nodes"), ("nic", "nics"),
+                                                 ("switch_port", "ports"), ("storage", "storage"),
+                                                 ("nvswitch", "nvswitches"))
+"""(entity kind, the Inventory attribute listing them): the hardware a job may depend on."""
+
+
+def _jobs_info(inv: Inventory, t: float) -> Iterable[SeriesSamples]:
+    """``suanli_job_info`` per job (its SLA and storage) and ``suanli_job_dependency_info`` per
+    (hardware entity, job that depends on it: ``Topology.jobs_behind``), which the exported
+    ``topology: upstream`` inhibitions onto job alerts join."""
+    for job in sorted(inv.jobs.values(), key=lambda j: j.id):
+        yield _one("suanli_job_info", {"job_id": job.id, "sla_id": job.sla_id, "storage": job.storage,
+                                       "cluster": inv.cluster}, t)
+    for kind, attr in DEPENDENCY_KINDS:
+        for entity in sorted(getattr(inv, attr)):
+            for job_id in sorted(inv.topology.jobs_behind(entity)):
+                yield _one("suanli_job_dependency_info", {"job_id": job_id, "entity": entity, "entity_kind": kind,
+                                                          "cluster": inv.cluster}, t)
+
+
+def _sole_gpus(inv: Inventory) -> dict[str, str]:
+    """NIC -> the GPU whose inter-node traffic leaves by it, for NICs that carry exactly one GPU's."""
+    served: dict[str, list[str]] = {}
+    for g in inv.gpus:
+        nic = inv.topology.nic_for_gpu(g)
+        if nic is not None:
+            served.setdefault(nic, []).append(g)
+    return {nic: gpus[0] for nic, gpus in served.items() if len(gpus) == 1}
 
 
 def _ports(inv: Inventory, t: float) -> Iterable[SeriesSamples]:
