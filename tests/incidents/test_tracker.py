@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from suanli.incidents.model import Incident
+from suanli.incidents.model import Incident, Signal
 from suanli.incidents.tracker import IncidentTracker, TrackerConfig
 
 
@@ -73,3 +73,11 @@ def test_a_weak_incident_that_grows_confident_opens_at_once() -> None:
     tr = IncidentTracker(TrackerConfig(confirm_below=0.6, confirm_s=120))
     tr.update(1000, [_weak(990)])
     assert [c for c, _ in tr.update(1010, [_weak(990, conf=0.9)])] == ["opened"]
+
+
+def test_an_alert_on_the_root_opens_a_weak_incident_at_once() -> None:
+    """An Alertmanager alert (which served its own `for`) is not an inference to confirm."""
+    tr = IncidentTracker(TrackerConfig(confirm_below=0.6, confirm_s=120))
+    inc = Incident("gpu_thermal", "gpu", "node-004/gpu1", 0.5, 990, 1000, None,
+                   signals=[Signal("alertmanager", "GPUOverTemperature", "gpu", "node-004/gpu1", 990)])
+    assert [c for c, _ in tr.update(1000, [inc])] == ["opened"]

@@ -5,8 +5,9 @@ those passes. An incident of a pass is the same as a tracked one when it names t
 entity and category and starts before the tracked one resolved plus the reopen grace. A tracked
 incident that no pass reports for ``resolve_after_s`` is resolved, at the last time it was seen.
 
-A weak incident (confidence under ``confirm_below``: latency alone, with no counter or log to name
-the part) opens only once passes have reported it for ``confirm_s``; until then it is pending,
+A weak incident (confidence under ``confirm_below``, and no rule or Alertmanager alert on its root:
+an analysis' inference alone, such as the latency tomography naming a link, with no counter or log
+to name the part) opens only once passes have reported it for ``confirm_s``; until then it is pending,
 and a pass that no longer reports it drops it unannounced. Early in a fault the latency
 tomography may name a link while the port's counters have not yet crossed their bar; a pass later
 the port's incident takes the latency evidence, and the link's would have been a false alarm.
@@ -93,8 +94,13 @@ class IncidentTracker:
                 changes.append(("resolved", inc))
         return changes
 
+    def _weak(self, inc: Incident) -> bool:
+        """Inferred, not alerted: an alert (which served its own ``for``) on the root opens at once."""
+        alerted = any(s.source in ("rule", "alertmanager") and s.entity_id == inc.root_id for s in inc.signals)
+        return inc.confidence < self.config.confirm_below and self.config.confirm_s > 0 and not alerted
+
     def _new(self, inc: Incident, now: float) -> _Tracked:
-        weak = inc.confidence < self.config.confirm_below and self.config.confirm_s > 0
+        weak = self._weak(inc)
         item = _Tracked(inc, now, [] if weak else [(now, "opened")], now if weak else None)
         self._items[inc.id] = item
         return item
@@ -105,7 +111,7 @@ class IncidentTracker:
         inc.pinned_id = item.incident.id
         inc.start = min(inc.start, item.incident.start)
         item.incident, item.last_seen = inc, now
-        if now - item.pending_since >= self.config.confirm_s or inc.confidence >= self.config.confirm_below:
+        if now - item.pending_since >= self.config.confirm_s or not self._weak(inc):
             item.pending_since = None
             item.history.append((now, "opened"))
             changes.append(("opened", inc))

@@ -9,6 +9,7 @@ raw host label, else :data:`suanli.ingest.log_time.ANY_HOST`.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -18,6 +19,8 @@ from suanli.ingest.log_time import ANY_HOST, BOOT_METRIC
 from suanli.store.api import Series, Store
 
 __all__ = ["LiveBootTimes", "boot_times"]
+
+log = logging.getLogger("suanli.serve")
 
 
 def _host(s: Series) -> str:
@@ -50,11 +53,17 @@ class LiveBootTimes(Mapping[str, tuple[float, ...]]):
         self._lock = threading.Lock()
         self._times: dict[str, tuple[float, ...]] = {}
         self._read_at = -math.inf
+        self.last_error: str | None = None
 
     def _current(self) -> dict[str, tuple[float, ...]]:
         with self._lock:
             if self._clock() - self._read_at >= self._refresh_s:
-                self._times, self._read_at = boot_times(self._store), self._clock()
+                self._read_at = self._clock()
+                try:
+                    self._times = boot_times(self._store)
+                except Exception as exc:      # a TSDB that refuses or is down: the lines wait unplaced,
+                    self.last_error = f"{type(exc).__name__}: {exc}"    # the tail goes on
+                    log.info("boot times not read: %s", self.last_error)
             return self._times
 
     def __getitem__(self, host: str) -> tuple[float, ...]:
