@@ -86,6 +86,11 @@ def test_every_page_renders_without_console_errors(served: Serve, browser: sync_
             page.locator("#gpus tbody tr").first.wait_for(timeout=30_000)
             assert page.locator("#gpus tbody tr").count() == min(100, gpus)
             assert page.locator("#gpus-more").text_content() == f"1–{min(100, gpus)} of {gpus}"
+        if name == "incident":     # its root-cause report, the page `suanli rca` writes
+            href = page.locator("#rca-link").get_attribute("href")
+            rca = served.get(str(href))
+            assert rca.status_code == 200 and "Root-cause report:" in rca.text
+            assert "script-src 'sha256-" in rca.headers["content-security-policy"]
         if name == "check":
             page.locator("#maturity .card").first.wait_for(timeout=30_000)
             assert page.locator("#maturity .card").count() == 3

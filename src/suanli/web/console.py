@@ -2,7 +2,8 @@
 browser and draw with Plotly.js, the bundle vendored in ``suanli/report/assets`` (no CDN, no build).
 
 Pages: ``/console`` (overview: effective compute, $ per effective PFLOP, lost cost, open incidents,
-mean time to detect), ``/console/incidents`` and ``/console/incidents/{id}``, ``/console/jobs``
+mean time to detect), ``/console/incidents`` and ``/console/incidents/{id}`` (with its root-cause report at
+``/console/incidents/{id}/rca``, the page ``suanli rca`` writes), ``/console/jobs``
 (MFU and goodput over time, time split, forecast with its p10-p90 band), ``/console/health`` (GPUs:
 health by rack, the GPU list, overrides), ``/console/fabric`` (latency-ratio heatmap, port errors),
 ``/console/rules`` (rule states, alerts, actions and the audit), ``/console/check`` (metadata
@@ -51,6 +52,24 @@ def _html(text: str) -> HTMLResponse:
     return HTMLResponse(text, headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store"})
 
 
+def _rca_page(svc: Service, incident_id: str) -> HTMLResponse:
+    """The root-cause report (the page ``suanli rca`` writes) of an incident of the last step, for
+    the first job it touches; it carries its own policy (only its own inline scripts, by hash)."""
+    from suanli.pipeline.rca import rca_data
+    from suanli.report.rca import content_security_policy, render_rca
+
+    last = svc.stepper.last
+    inc = next((i for i in last.incidents if i.id == incident_id), None) if last is not None else None
+    if last is None or inc is None:
+        raise HTTPException(404, "no such incident in the current window (the report covers the last step's)")
+    jobs = [j for j in inc.impact.jobs if j in svc.inventory.jobs] or sorted(svc.inventory.jobs)
+    if not jobs:
+        raise HTTPException(404, "the inventory names no job to report on")
+    page = render_rca(rca_data(last, svc.store, svc.inventory, jobs[0], None))
+    return HTMLResponse(page, headers={"Content-Security-Policy": content_security_policy(page),
+                                       "Cache-Control": "no-store"})
+
+
 def console_router(svc: Service) -> APIRouter:
     env = _env()
     router = APIRouter(prefix="/console", dependencies=[Depends(svc.auth.require_read)], include_in_schema=False)
@@ -74,6 +93,10 @@ def console_router(svc: Service) -> APIRouter:
         if incident_id not in svc.stepper.kept:
             raise HTTPException(404, "no such incident")
         return page("incident", f"Incident {incident_id}", incident=incident_id)
+
+    @router.get("/incidents/{incident_id}/rca")
+    def rca(incident_id: str) -> HTMLResponse:
+        return _rca_page(svc, incident_id)
 
     @router.get("/ledger")
     def ledger() -> RedirectResponse:          # the page's name before the console had a jobs page
