@@ -11,19 +11,22 @@ inventory of that size, stores them in its DuckDB file, and runs the analysis st
 over a 30-minute window. Measured over ``--seconds`` after a first round of warm-up: serve's CPU
 seconds per wall second (from /proc), its resident memory (VmRSS) sampled every 5 s, the samples
 it stored per second (its own ingest counter) against the samples the targets expose per 15 s,
-and the analysis step's duration. At 1,280 nodes (10,240 GPUs) the targets expose about 33,000
+the spans it stored per second while OTLP requests arrive at 0.5 spans per GPU-second, and the
+analysis step's duration. At 1,280 nodes (10,240 GPUs) the targets expose about 33,000
 samples per second.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,8 @@ import yaml
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "serve_scrape.md"
 INTERVAL_S = 15.0
+SPANS_PER_GPU_S = 0.5
+"""A train_step and its four phase spans per rank every 10 s: the OTLP load beside the scrapes."""
 
 
 def _live() -> Any:
@@ -90,13 +95,32 @@ def bench(nodes: int, seconds: float, live: Any) -> dict[str, float]:
                                 cwd=work, env={**os.environ, "SUANLI_TOKEN": live.TOKEN},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{sport}"
+        stop = threading.Event()
+        sender = threading.Thread(target=_send_spans, args=(url, live, gpus * SPANS_PER_GPU_S, stop), daemon=True)
         try:
+            sender.start()
             return _measure(proc, url, live.TOKEN, seconds, nodes)
         finally:
+            stop.set()
+            sender.join(30)
             proc.terminate()
             proc.wait(300)                    # serve finishes its step first (a minute at 10,240 GPUs)
             pages.terminate()
             pages.join(10)
+
+
+def _send_spans(url: str, live: Any, per_s: float, stop: threading.Event) -> None:
+    """OTLP/HTTP protobuf requests of 512 spans at ``per_s`` spans a second, until ``stop``."""
+    bodies = live._requests(16)
+    headers = {"Authorization": f"Bearer {live.TOKEN}", "Content-Type": "application/x-protobuf"}
+    gap = live.SPANS_PER_REQUEST / per_s
+    with httpx.Client(timeout=60) as client:
+        i, t_next = 0, time.monotonic()
+        while not stop.is_set():
+            with contextlib.suppress(httpx.HTTPError):    # serve not up yet, or busy: the next one
+                client.post(f"{url}/v1/traces", content=bodies[i % len(bodies)], headers=headers)
+            i, t_next = i + 1, t_next + gap
+            stop.wait(max(0.0, t_next - time.monotonic()))
 
 
 def _measure(proc: subprocess.Popen[bytes], url: str, token: str, seconds: float, nodes: int) -> dict[str, float]:
@@ -120,11 +144,12 @@ def _measure(proc: subprocess.Popen[bytes], url: str, token: str, seconds: float
     st1, c1, w1 = _status(url, token), live_cpu(proc.pid), time.perf_counter()
     wall = w1 - w0
     stored = st1["ingested"].get("samples", 0) - st0["ingested"].get("samples", 0)
+    spans = st1["ingested"].get("spans", 0) - st0["ingested"].get("spans", 0)
     per_round = sum(h.get("samples", 0) for h in st1["scrape"].values())
     down = sum(1 for h in st1["scrape"].values() if not h.get("up", False))
     half = rss[len(rss) // 2:]
     return {"nodes": nodes, "targets": len(st1["scrape"]), "down": down, "exposed_per_s": per_round / INTERVAL_S,
-            "stored_per_s": stored / wall, "cpu_share": (c1 - c0) / wall, "rss_first": rss[0], "rss_last": rss[-1],
+            "stored_per_s": stored / wall, "spans_per_s": spans / wall, "cpu_share": (c1 - c0) / wall, "rss_first": rss[0], "rss_last": rss[-1],
             "rss_max_late": max(half), "step_s": st1["analysis"]["last_step_s"], "steps": st1["analysis"]["steps"],
             "step_errors": st1["analysis"]["errors"], "wall_s": wall}
 
@@ -139,15 +164,17 @@ def _report(rows: list[dict[str, float]]) -> str:
         "## serve_scrape", "",
         "What: bench/serve_scrape.py. A real `suanli serve` scraping every dcgm-exporter-like and node-exporter-like "
         "target of N nodes every 15 s (pages from a second process), storing into its DuckDB file, analysis step "
-        "every 15 s over a 30-minute window; measured after one warm-up round.",
+        "every 15 s over a 30-minute window, while OTLP/HTTP protobuf training spans arrive at 0.5 per GPU "
+        "per second (a train_step and its four phases per rank every 10 s); measured after one warm-up round.",
         f"Machine: {os.cpu_count()} cores ({platform.machine()}, shared with other jobs), Python "
         f"{platform.python_version()}.", "",
-        "| GPUs | targets (down) | samples exposed /s | samples stored /s | serve CPU | RSS first → last (late max) | analysis step |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| GPUs | targets (down) | samples exposed /s | samples stored /s | spans sent / stored /s | serve CPU | RSS first → last (late max) | analysis step |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(f"| {r['nodes'] * 8:,.0f} | {r['targets']:,.0f} ({r['down']:.0f}) | {r['exposed_per_s']:,.0f} | "
-                     f"{r['stored_per_s']:,.0f} | {r['cpu_share'] * 100:.0f} % of a core | "
+                     f"{r['stored_per_s']:,.0f} | {r['nodes'] * 8 * SPANS_PER_GPU_S:,.0f} / {r['spans_per_s']:,.0f} | "
+                     f"{r['cpu_share'] * 100:.0f} % of a core | "
                      f"{r['rss_first']:,.0f} → {r['rss_last']:,.0f} MiB ({r['rss_max_late']:,.0f}) | "
                      f"{r['step_s']:.2f} s (of {r['steps']:.0f}, {r['step_errors']:.0f} failed) |")
     lines += ["", "Samples stored below samples exposed means serve did not keep up with that fleet on this "
