@@ -24,10 +24,10 @@ from suanli.web.settings import Listen, ServeConfig
 DOC = Path(__file__).resolve().parents[2] / "docs" / "serve.md"
 
 
-def _example() -> str:
+def _example(title: str = "Example") -> str:
     text = DOC.read_text(encoding="utf-8")
-    m = re.search(r"### Example\n\n```yaml\n(.*?)```", text, re.S)
-    assert m, "docs/serve.md has no example config"
+    m = re.search(rf"### {title}\n\n(?:[^`]*?\n\n)?```yaml\n(.*?)```", text, re.S)
+    assert m, f"docs/serve.md has no {title!r} config"
     return m.group(1)
 
 
@@ -42,7 +42,7 @@ def test_every_key_is_documented() -> None:
 
 
 def test_every_key_appears_in_the_example() -> None:
-    example = _example()
+    example = _example() + _example("Example on a TSDB")
     leaves = {k.rsplit(".", 1)[-1] for k in documented_keys()}
     absent = sorted(k for k in leaves if not re.search(rf"^\s*-?\s*{re.escape(k)}:", example, re.M))
     assert not absent, f"the example in docs/serve.md does not show: {absent}"
@@ -78,6 +78,23 @@ def test_the_example_parses_to_what_it_says(tmp_path: Path) -> None:
     assert r.retry_after_s == 1.0
 
 
+def test_the_tsdb_example_parses_to_what_it_says(tmp_path: Path) -> None:
+    from suanli.web.service import _tsdb
+
+    cfg_file = tmp_path / "serve.yaml"
+    cfg_file.write_text(_example("Example on a TSDB"))
+    b = load_serve_config(cfg_file).backend
+    base = tmp_path.resolve()
+    assert (b.kind, b.url, b.basic_auth_file) == ("prometheus", "http://vmselect:8481/select/0/prometheus",
+                                                  str(base / "vm-basic-auth"))
+    assert b.metric_maps == ("node-exporter-infiniband", str(base / "our-names.yaml"))
+    (tmp_path / "vm-basic-auth").write_text("suanli:s3cret\n")
+    (tmp_path / "our-names.yaml").write_text("metrics:\n  DCGM_FI_DEV_GPU_TEMP: {name: my_gpu_temp_celsius}\n")
+    prom = _tsdb(load_serve_config(cfg_file))
+    assert (prom.username, prom.password, prom.bearer_token) == ("suanli", "s3cret", None)
+    assert prom.metric_map.source("DCGM_FI_DEV_GPU_TEMP").name == "my_gpu_temp_celsius"
+
+
 def test_defaults() -> None:
     assert load_serve_config(None) == ServeConfig()
     assert parse_serve_config("", "empty.yaml").listen == Listen("127.0.0.1", 9177)
@@ -103,7 +120,7 @@ def test_defaults() -> None:
     ("backend:\n  kind: prometheus\n", "s.yaml:2: backend: kind prometheus needs 'url'"),
     ("backend: {kind: prometheus, url: 'http://p:9090'}\nscrape:\n  - job: d\n    targets: [a:1]\n",
      "s.yaml:3: scrape: with backend.kind prometheus the TSDB holds the metrics"),
-    ("backend:\n  path: x.duckdb\n  token_file: t\n", "s.yaml:3: backend: url and token_file go with kind prometheus"),
+    ("backend:\n  path: x.duckdb\n  token_file: t\n", "s.yaml:3: backend: token_file: only with kind prometheus"),
     ("backend:\n  kind: mysql\n", "s.yaml:2: backend.kind: unknown 'mysql'; valid: duckdb, prometheus"),
     ("alertmanager:\n  - url: localhost:9093\n", "s.yaml:2: alertmanager[0].url: expected an http:// or https://"),
     ("auth:\n  open_reads: yes please\n", "s.yaml:2: auth.open_reads: expected true or false"),

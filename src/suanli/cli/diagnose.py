@@ -30,6 +30,7 @@ from suanli.pipeline import (
 from suanli.pipeline import diagnose as run_pipeline
 from suanli.store.duck import DuckStore
 from suanli.store.promql import PromConfig, PromStore
+from suanli.store.promql.secrets import read_basic_auth, read_secret
 
 __all__ = ["ANALYSIS_FAILED", "REPORT_FORMATS", "Backend", "diagnose", "diagnose_cmd", "open_diagnosis", "prom_config",
            "rca", "rca_cmd", "write_back"]
@@ -60,16 +61,6 @@ class Backend:
         return [k for k, v in flags.items() if v]
 
 
-def _secret(path: Path, flag: str) -> str:
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{flag} {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not text or "\n" in text:
-        raise InputError(f"{flag} {path}: expected one non-empty line")
-    return text
-
-
 def prom_config(b: Backend) -> PromConfig:
     """The TSDB's connection settings from the flags; secrets are read from files, never argv."""
     assert b.url is not None
@@ -77,12 +68,8 @@ def prom_config(b: Backend) -> PromConfig:
         raise InputError(f"--prometheus {b.url!r}: expected an http:// or https:// URL")
     if b.bearer_token_file is not None and b.basic_auth_file is not None:
         raise InputError("--bearer-token-file and --basic-auth-file: give one of them")
-    token = _secret(b.bearer_token_file, "--bearer-token-file") if b.bearer_token_file else None
-    user = password = None
-    if b.basic_auth_file is not None:
-        user, sep, password = _secret(b.basic_auth_file, "--basic-auth-file").partition(":")
-        if not sep or not user:
-            raise InputError(f"--basic-auth-file {b.basic_auth_file}: expected one line USER:PASSWORD")
+    token = read_secret(b.bearer_token_file, "--bearer-token-file") if b.bearer_token_file else None
+    user, password = read_basic_auth(b.basic_auth_file, "--basic-auth-file") if b.basic_auth_file else (None, None)
     from suanli.store.promql.metric_map import combine, load_metric_map
 
     names = combine(load_metric_map(m) for m in b.metric_maps)

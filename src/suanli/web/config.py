@@ -39,7 +39,7 @@ _LIMIT_KEYS = ("max_body", "max_decompressed", "queue")
 SCHEMA: dict[str, tuple[str, ...]] = {
     "": ("listen", "backend", "inventory", "reload_interval", "rules", "evaluation", "scrape", "logs",
          "alertmanager", "remote_write", "auth", "receivers"),
-    "backend": ("kind", "path", "url", "token_file"),
+    "backend": ("kind", "path", "url", "token_file", "basic_auth_file", "metric_map"),
     "evaluation": ("interval", "window", "clock"),
     "scrape[]": ("job", "targets", "scheme", "path", "interval", "timeout", "labels", "max_body"),
     "logs[]": ("path", "journal", "host", "from_start"),
@@ -234,6 +234,14 @@ def _destination(ctx: _Ctx, node: yaml.Node, sec: str) -> Destination:
                        ctx.where(node))
 
 
+def _metric_map(ctx: _Ctx, node: yaml.Node) -> str:
+    """A preset's name as it is, a map file relative to the config's folder."""
+    from suanli.store.promql.metric_map import PRESETS
+
+    text = ctx.text(node, "backend.metric_map")
+    return text if text in PRESETS else ctx.path(node, "backend.metric_map")
+
+
 def _backend(ctx: _Ctx, node: yaml.Node) -> Backend:
     m = ctx.mapping(node, "backend")
     kind = ctx.text(m["kind"], "backend.kind") if "kind" in m else "duckdb"
@@ -243,10 +251,15 @@ def _backend(ctx: _Ctx, node: yaml.Node) -> Backend:
     if kind == "prometheus" and url is None:
         raise ctx.err(node, "backend: kind prometheus needs 'url'")
     path = ctx.path(m["path"], "backend.path") if "path" in m else Backend.path
-    if kind != "prometheus" and ("url" in m or "token_file" in m):
-        raise ctx.err(m["url"] if "url" in m else m["token_file"], "backend: url and token_file go with kind prometheus")
+    tsdb_keys = [k for k in ("url", "token_file", "basic_auth_file", "metric_map") if k in m]
+    if kind != "prometheus" and tsdb_keys:
+        raise ctx.err(m[tsdb_keys[0]], f"backend: {', '.join(tsdb_keys)}: only with kind prometheus")
+    if "token_file" in m and "basic_auth_file" in m:
+        raise ctx.err(m["basic_auth_file"], "backend: token_file and basic_auth_file: give one of them")
     token = ctx.path(m["token_file"], "backend.token_file") if "token_file" in m else None
-    return Backend(kind, path, url, token)
+    basic = ctx.path(m["basic_auth_file"], "backend.basic_auth_file") if "basic_auth_file" in m else None
+    maps = tuple(_metric_map(ctx, n) for n in ctx.seq(m["metric_map"], "backend.metric_map")) if "metric_map" in m else ()
+    return Backend(kind, path, url, token, basic, maps)
 
 
 def _limits(ctx: _Ctx, node: yaml.Node, sec: str, default: ReceiverLimits) -> ReceiverLimits:

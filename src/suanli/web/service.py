@@ -46,6 +46,7 @@ from suanli.rules.merge import load_rule_files
 from suanli.store.boot_times import LiveBootTimes
 from suanli.store.duck import DuckStore
 from suanli.store.promql import PromConfig, PromStore
+from suanli.store.promql.secrets import read_basic_auth, read_secret
 from suanli.timefmt import to_rfc3339
 from suanli.web.am_push import AlertPusher
 from suanli.web.app import create_app
@@ -68,18 +69,17 @@ def _rules(cfg: ServeConfig) -> RuleSet:
 
 
 def _tsdb(cfg: ServeConfig) -> PromConfig:
-    """The TSDB's connection settings; the token is read from its file now (an InputError naming it)."""
+    """The TSDB's connection settings; secrets are read from their files now (an InputError naming
+    the key and file), metric maps combined in order (later ones win)."""
+    from suanli.store.promql.metric_map import combine, load_metric_map
+
     b = cfg.backend
     assert b.url is not None                    # the config parser requires it
-    token = None
-    if b.token_file is not None:
-        try:
-            token = Path(b.token_file).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"backend.token_file: {getattr(exc, 'strerror', None) or exc}", file=b.token_file) from None
-        if not token:
-            raise InputError("backend.token_file: the file is empty", file=b.token_file)
-    return PromConfig(b.url.rstrip("/"), bearer_token=token)
+    token = read_secret(Path(b.token_file), "backend.token_file") if b.token_file is not None else None
+    user, password = (read_basic_auth(Path(b.basic_auth_file), "backend.basic_auth_file")
+                      if b.basic_auth_file is not None else (None, None))
+    names = combine(load_metric_map(m) for m in b.metric_maps)
+    return PromConfig(b.url.rstrip("/"), username=user, password=password, bearer_token=token, metric_map=names)
 
 
 class Service:

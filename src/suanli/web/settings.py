@@ -49,6 +49,10 @@ class Backend:
     url: str | None = None
     token_file: str | None = None
     """A file holding the bearer token sent to the TSDB (vmauth, an auth proxy); None: none sent."""
+    basic_auth_file: str | None = None
+    """A file holding ``USER:PASSWORD`` for the TSDB's basic auth (exclusive with ``token_file``)."""
+    metric_maps: tuple[str, ...] = ()
+    """The TSDB's names for suanli's metrics: presets or map files, later ones winning."""
 
 
 @dataclass(frozen=True)
