@@ -7,8 +7,8 @@ a time so they hold at 10,240 GPUs (:mod:`suanli.web.views`): ``?offset=&limit=`
 P(DBE), recommendation, node, rack), ``gpus/racks`` (the same aggregated by rack), ``fabric`` (the
 latency-ratio heatmap, by rack above 128 nodes or with ``?by=rack``, and the localisations),
 ``fabric/ports`` (each port's and NIC's error signals), ``rules`` (each rule and its alerts'
-states) with ``rules/alerts``, ``actions`` (the actions decided this run, and the audit log's
-records when the rule file names one), ``check`` (``suanli check`` on the store: problems, counts,
+states) with ``rules/alerts``, ``actions`` (the actions decided since serve started, the
+action mode, and the audit log's latest records, ``<db>.audit.jsonl`` unless the rule file moves it), ``check`` (``suanli check`` on the store: problems, counts,
 maturity; recomputed at most once per analysis step).
 """
 
