@@ -4,8 +4,8 @@
     .venv/bin/python bench/mutation/mutate.py intervals xid   # only those
     .venv/bin/python bench/mutation/mutate.py --report        # rewrite the results from the sessions
 
-Each module is mutated in a scratch copy of the repository (``$TMPDIR/suanli-mutate/wt``, with
-``../shared`` linked beside it), so the work tree is never touched and other work can go on. The
+Each module is mutated in a scratch copy of the repository's sources, tests and docs
+(``$TMPDIR/suanli-mutate/wt``, or ``$SUANLI_MUTATE_DIR/wt``, with ``../shared`` linked beside it), so the work tree is never touched and other work can go on. The
 tests that run per mutant are the module's own (``MODULES``), with ``-x``: the first failure kills
 the mutant. A mutant whose tests time out counts as killed (cosmic-ray's convention). Sessions
 are kept in ``bench/mutation/sessions/<module>.sqlite`` (git-ignored), so an interrupted run goes
@@ -94,6 +94,18 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
         "give the same two empty arrays",
+    ("inhibit", "ReplaceTrueWithFalse", "@dataclass(frozen=True)"):
+        "equivalent: the private `_View` is built once per signal and never assigned to nor hashed, "
+        "so frozen or not it behaves the same",
+    ("inhibit", "ReplaceOrWithAnd", "if not views or not rules:"):
+        "equivalent: a shortcut; with no views or no rules `apply_inhibitions` mutes nothing and the "
+        "general path returns the same signals in the same order",
+    ("profile_intervals", "ReplaceOrWithAnd", "if len(sa) == 0 or len(sb) == 0:"):
+        "equivalent: a shortcut; with one side empty the boundary sweep never reaches depth 2, so the "
+        "general path gives 0.0 as well",
+    ("profile_intervals", "NumberReplacer", "if len(sa) == 0 or len(sb) == 0:"):
+        "equivalent: `len(..) == -1` never holds, and the general path gives 0.0 for an empty side "
+        "(the `== 1` mutants are killed)",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 
@@ -111,7 +123,7 @@ def _scratch() -> Path:
     if wt.exists():
         shutil.rmtree(wt)
     wt.mkdir(parents=True)
-    for part in ("src", "tests", "pyproject.toml"):
+    for part in ("src", "tests", "docs", "examples", "proto", "pyproject.toml"):  # tests read docs/ too
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, wt / part)
     link = base / "shared"
