@@ -106,6 +106,43 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("profile_intervals", "NumberReplacer", "if len(sa) == 0 or len(sb) == 0:"):
         "equivalent: `len(..) == -1` never holds, and the general path gives 0.0 for an empty side "
         "(the `== 1` mutants are killed)",
+    ("intervals", "ReplaceUnaryOperator_Delete_USub", "prev_end[0] = -np.inf"):
+        "equivalent: row 0 always starts a group (`new_group[0]` is True), so its `prev_end` is never read",
+    ("intervals", "NumberReplacer", "span = float(e.max() - lo) + 1.0"):
+        "equivalent: the margin; with `+ 0.0` (or `+ 2.0`) the span is still >= every `e - lo`, and "
+        "`e - lo > 0`, so a later group's first shifted end already exceeds every earlier one (the "
+        "`- 1.0` mutant is killed by test_a_short_group_after_a_long_one_is_merged_on_its_own)",
+    ("intervals", "NumberReplacer", "shift = (g - g[0]).astype(np.float64) * span"):
+        "equivalent: `g[-1]` only adds the same constant to every shifted value, which the running "
+        "max carries and the `- shift` takes off again (`g[1]` is killed: one interval)",
+    ("intervals", "ReplaceBinaryOperator_Sub_Add", "shift = (g - g[0]).astype(np.float64) * span"):
+        "equivalent: `g + g[0]` still grows by `span` per group, only offset by a constant that the "
+        "running max carries and `- shift` takes off again",
+    ("intervals", "ReplaceUnaryOperator_USub_UAdd",
+     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
+        "equivalent: the first `group[::-1]` only feeds `.max()`, which does not depend on the order",
+    ("intervals", "ReplaceUnaryOperator_Delete_USub",
+     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
+        "equivalent: the first `group[::-1]` only feeds `.max()`, which does not depend on the order",
+    ("intervals", "ReplaceUnaryOperator_USub_UAdd", "prev_end[0] = -np.inf"):
+        "equivalent: row 0 always starts a group (`new_group[0]` is True), so its `prev_end` is never read",
+    ("intervals", "NumberReplacer", "prev_end[0] = -np.inf"):
+        "equivalent: `prev_end[1]`/`[-1]` is overwritten by `prev_end[1:] = ...` (or is row 0 itself), "
+        "and row 0 always starts a group, so its `prev_end` is never read",
+    ("intervals", "NumberReplacer", "lo = float(min(s.min(), 0.0))"):
+        "equivalent: any `lo <= min(start)` keeps every `e - lo > 0` and `span > e - lo`, all the "
+        "shift needs; the 0.0 only keeps the shifted values near zero",
+    ("intervals", "NumberReplacer", "lo = int(values.min()) if len(values) else 0"):
+        "equivalent: the `else` value is used only for empty arrays, whose result is empty",
+    ("intervals", "NumberReplacer", "span = int(values.max()) - lo + 2 if len(values) else 1"):
+        "equivalent: `values - lo + 1` lies in [1, max - lo + 1], so any span >= max - lo + 1 (`+ 1` "
+        "too) keeps each group above the one before; the `else` value is used only for empty arrays",
+    ("intervals", "NumberReplacer", "prev[0] = 0"):
+        "equivalent: row 0 always starts a group, so `np.where(first, ...)` never reads `prev[0]`",
+    ("intervals", "NumberReplacer",
+     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
+        "equivalent: `group[::-2].max()` still holds the first element of the reversed groups, the "
+        "largest (rows are sorted by group)",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 
@@ -271,12 +308,28 @@ def write_report(names: list[str]) -> Path:
     return RESULT_MD
 
 
+def _forget_survivors(name: str) -> None:
+    """Drop the session's results of the survivors not explained as equivalent, so that ``exec``
+    runs them again against the current tests."""
+    session = SESSIONS / f"{name}.sqlite"
+    if not session.exists():
+        return
+    path = ROOT / MODULES[name].path
+    with sqlite3.connect(session) as db:
+        rows = db.execute("SELECT r.job_id, m.operator_name, m.start_pos_row, m.start_pos_col FROM work_results r "
+                          "JOIN mutation_specs m ON m.job_id = r.job_id WHERE r.test_outcome = 'SURVIVED'").fetchall()
+        again = [(job,) for job, op, row, col in rows
+                 if not _explain(name, op.removeprefix("core/"), _line(path, [row, col])).startswith("equivalent")]
+        db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("modules", nargs="*", help=f"of: {', '.join(MODULES)}")
     ap.add_argument("--report", action="store_true", help="only rewrite the results from the sessions")
     ap.add_argument("--retest", action="store_true",
-                    help="run the survivors of the sessions again against the current tests")
+                    help="run the survivors of the sessions again against the current tests "
+                         "(those explained as equivalent are kept)")
     args = ap.parse_args(argv)
     names = args.modules or list(MODULES)
     unknown = [n for n in names if n not in MODULES]
@@ -285,10 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     python = os.environ.get("MUTATE_PYTHON", sys.executable)
     if args.retest:
         for name in names:
-            session = SESSIONS / f"{name}.sqlite"
-            if session.exists():
-                with sqlite3.connect(session) as db:
-                    db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+            _forget_survivors(name)
     if not args.report:
         wt = _scratch()
         for name in names:

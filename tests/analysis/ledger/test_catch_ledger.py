@@ -44,6 +44,16 @@ def test_a_nested_interval_does_not_cut_the_merged_run_short() -> None:
     assert two.tolist() == [1.0, 15.0]
 
 
+def test_a_short_group_after_a_long_one_is_merged_on_its_own() -> None:
+    # Group 0 = [0, 10); group 1 = [0, 0.5) and [0.7, 1.0), which do not touch. The per-group
+    # running max must not carry group 0's end (10) into group 1: group 1 stays two intervals,
+    # union 0.5 + 0.3 = 0.8 (carried over, [0.7, 1.0) would join [0, 0.5) and give 1.0).
+    g, s, e = np.array([0, 1, 1]), np.array([0.0, 0.0, 0.7]), np.array([10.0, 0.5, 1.0])
+    mg, ms, me = merge_groups(g, s, e)
+    assert mg.tolist() == [0, 1, 1] and ms.tolist() == [0.0, 0.0, 0.7] and me.tolist() == [10.0, 0.5, 1.0]
+    assert group_union_s(g, s, e, 2).tolist() == pytest.approx([10.0, 0.8])
+
+
 def test_an_allreduce_hidden_inside_backward_exposes_nothing() -> None:
     # A 12 s step: data_load 0..1, forward 1..4, backward 4..9, optimizer 11..12; the all-reduce
     # runs 5..7, inside backward and ending before it. Compute union = 3 + 5 + 1 = 9 s;
