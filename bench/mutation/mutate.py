@@ -138,7 +138,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: `values - lo + 1` lies in [1, max - lo + 1], so any span >= max - lo + 1 (`+ 1` "
         "too) keeps each group above the one before; the `else` value is used only for empty arrays",
     ("intervals", "NumberReplacer", "prev[0] = 0"):
-        "equivalent: row 0 always starts a group, so `np.where(first, ...)` never reads `prev[0]`",
+        "equivalent: row 0 always starts a group, so `np.where(first, ...)` never reads `prev[0]` "
+        "(with `prev[-1] = 0` it is left unset, and `prev[-1]` is overwritten by `prev[1:] = ...`)",
     ("intervals", "NumberReplacer",
      "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
         "equivalent: `group[::-2].max()` still holds the first element of the reversed groups, the "

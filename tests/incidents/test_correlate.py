@@ -108,3 +108,63 @@ def test_a_hang_beside_a_degrading_memory_is_a_second_fault(inv: Inventory) -> N
     incidents, _ = correlate(sigs, inv)
     assert sorted((i.category, i.root_id) for i in incidents) == sorted(
         [("gpu_memory_degradation", gpu), ("collective_hang", JOB)])
+
+
+def test_folding_on_the_same_entity_raises_confidence_folding_downstream_does_not(inv: Inventory) -> None:
+    # pcie_riser (0.6) and gpu_thermal (0.9) on one GPU: one pcie_riser incident (the more specific
+    # category) that is as sure as its surest finding there, max(0.6, 0.9) = 0.9. A collective hang
+    # (0.9) downstream of a lost GPU (0.6) is the loss's symptom: the incident stays at 0.6.
+    gpu = inv.jobs[JOB].ranks[5].gpu
+    same, _ = correlate(finding_signals([_finding("pcie_riser", "gpu", gpu, conf=0.6),
+                                         _finding("gpu_thermal", "gpu", gpu, T0 + 20, 0.9)]), inv)
+    assert [(i.category, i.confidence) for i in same] == [("pcie_riser", 0.9)]
+    lost, _ = correlate(finding_signals([_finding("gpu_lost", "gpu", gpu, conf=0.6),
+                                         _finding("collective_hang", "job", JOB, T0 + 60, 0.9)]), inv)
+    assert [(i.category, i.confidence) for i in lost] == [("gpu_lost", 0.6)]
+
+
+def test_absorbed_evidence_is_added_once_up_to_twelve_lines(inv: Inventory) -> None:
+    # The seed's 3 lines, then the folded finding's lines not already there ("a2" is), until the
+    # incident holds 12: a1 a2 a3 + b1..b9 (b10, b11 are left out).
+    gpu = inv.jobs[JOB].ranks[5].gpu
+    seed = Finding("pcie_riser", "gpu", gpu, T0, None, 0.9, ("a1", "a2", "a3"), "test")
+    more = Finding("gpu_thermal", "gpu", gpu, T0 + 20, None, 0.8, ("a2", *(f"b{k}" for k in range(1, 12))), "test")
+    incidents, _ = correlate(finding_signals([seed, more]), inv)
+    assert incidents[0].evidence == ["a1", "a2", "a3", *(f"b{k}" for k in range(1, 10))]
+
+
+def test_direct_alerts_add_evidence_at_the_root_or_of_its_category(inv: Inventory) -> None:
+    # Three direct alerts join the port's incident (the NIC is cabled to the port). Their evidence
+    # counts when the alert is at the root (any category) or of the incident's category (anywhere);
+    # an uncategorised alert at the NIC joins without adding its line.
+    nic = "node-008/mlx5_3"
+
+    def direct(eid: str, kind: str, cat: str | None, line: str) -> Signal:
+        return Signal("rule", f"r-{line}", kind, eid, T0 + 60, None, T0 + 90, cat, 0.6, (line,), direct=True)
+
+    sigs = finding_signals([_finding("switch_port_errors", "switch_port", PORT)])
+    sigs += [direct(PORT, "switch_port", None, "at root"), direct(nic, "nic", None, "at nic"),
+             direct(nic, "nic", "switch_port_errors", "same category at nic")]
+    incidents, left = correlate(sigs, inv)
+    assert left == [] and len(incidents) == 1
+    assert incidents[0].evidence == [f"switch_port_errors at {PORT}", "at root", "same category at nic"]
+
+
+def test_a_findings_symptoms_take_alerts_the_topology_does_not_reach(inv: Inventory) -> None:
+    # The port's finding names node-007/gpu1 (a spare node no path from the port reaches) as a
+    # symptom: an alert there joins the port's incident on that word alone.
+    spare = "node-007/gpu1"
+    f = _finding("switch_port_errors", "switch_port", PORT, symptoms=(Symptom("gpu", spare, "slow", T0 + 30),))
+    incidents, left = correlate([*finding_signals([f]), _alert("GPUUtilizationLow", "gpu", spare)], inv)
+    assert left == []
+    assert incidents[0].symptom_ids == {spare}
+    assert [s.entity_id for s in incidents[0].signals] == [PORT, spare, spare]
+
+
+def test_a_finding_signal_without_its_finding_object_seeds_an_incident(inv: Inventory) -> None:
+    # A signal of source "finding" read back without the Finding (finding=None): an incident with
+    # no symptoms, not a crash.
+    gpu = inv.jobs[JOB].ranks[5].gpu
+    sig = Signal("finding", "gpu_thermal", "gpu", gpu, T0, None, T0, "gpu_thermal", 0.9, ("hot",))
+    incidents, left = correlate([sig], inv)
+    assert left == [] and [(i.category, i.root_id, i.symptom_ids) for i in incidents] == [("gpu_thermal", gpu, set())]
