@@ -168,3 +168,61 @@ def test_a_finding_signal_without_its_finding_object_seeds_an_incident(inv: Inve
     sig = Signal("finding", "gpu_thermal", "gpu", gpu, T0, None, T0, "gpu_thermal", 0.9, ("hot",))
     incidents, left = correlate([sig], inv)
     assert left == [] and [(i.category, i.root_id, i.symptom_ids) for i in incidents] == [("gpu_thermal", gpu, set())]
+
+
+def test_the_default_window_is_900_s_either_side_inclusive(inv: Inventory) -> None:
+    # A lost GPU from T0 to T0 + 300, then a hang: 900 s after its end (T0 + 1200) the hang is
+    # still its symptom (start <= end + 900), 901 s after (T0 + 1201) a fault of its own.
+    gpu = inv.jobs[JOB].ranks[5].gpu
+    lost = _finding("gpu_lost", "gpu", gpu, T0, 0.9, end=T0 + 300)
+    for t, n in ((T0 + 1200, 1), (T0 + 1201, 2)):
+        incidents, _ = correlate(finding_signals([lost, _finding("collective_hang", "job", JOB, t, 0.8)]), inv)
+        assert len(incidents) == n, t - T0
+
+
+def test_a_symptom_finding_folds_into_the_first_fault_that_explains_it(inv: Inventory) -> None:
+    # Two lost GPUs of the job (0.9 first, then 0.8: same category, surer first) both explain the
+    # job's hang; it folds into the first, and the second incident is its finding alone.
+    a, b = inv.jobs[JOB].ranks[5].gpu, inv.jobs[JOB].ranks[9].gpu
+    incidents, _ = correlate(finding_signals([_finding("gpu_lost", "gpu", a, conf=0.9),
+                                              _finding("gpu_lost", "gpu", b, conf=0.8),
+                                              _finding("collective_hang", "job", JOB, T0 + 60, 0.8)]), inv)
+    by_root = {i.root_id: [s.name for s in i.signals] for i in incidents}
+    assert by_root == {a: ["gpu_lost", "collective_hang"], b: ["gpu_lost"]}
+
+
+def test_a_finding_at_exactly_the_seed_confidence_seeds(inv: Inventory) -> None:
+    # min_seed_confidence 0.5: a finding at 0.5 seeds an incident (>=), one at 0.4 does not.
+    cfg = CorrelationConfig(min_seed_confidence=0.5)
+    gpu = inv.jobs[JOB].ranks[5].gpu
+    assert len(correlate(finding_signals([_finding("gpu_thermal", "gpu", gpu, conf=0.5)]), inv, cfg)[0]) == 1
+    assert correlate(finding_signals([_finding("gpu_thermal", "gpu", gpu, conf=0.4)]), inv, cfg)[0] == []
+
+
+def test_an_alert_skips_an_incident_that_does_not_explain_it_for_one_that_does(inv: Inventory) -> None:
+    # A lost GPU on the spare node-007 (more specific: first in the list) and the port. An
+    # uncategorised alert at the NIC behind the port: the spare GPU's incident does not explain it,
+    # the next one, the port's, does.
+    nic = "node-008/mlx5_3"
+    sigs = finding_signals([_finding("gpu_lost", "gpu", "node-007/gpu1"),
+                            _finding("switch_port_errors", "switch_port", PORT)])
+    incidents, left = correlate([*sigs, _alert("NicRetransmits", "nic", nic)], inv)
+    assert left == []
+    by_root = {i.root_id: [s.entity_id for s in i.signals] for i in incidents}
+    assert by_root == {"node-007/gpu1": ["node-007/gpu1"], PORT: [PORT, nic]}
+
+
+def test_detected_at_reads_the_root_finding_and_direct_alerts_at_the_root_or_of_its_category(
+        inv: Inventory) -> None:
+    # The port's finding starts at T0 and was detected at T0 + 200; a direct switch_port_errors alert
+    # at its NIC fired at T0 + 150: detected at T0 + 150. Earlier but not counted: the folded hang
+    # finding (detected T0 + 100, not at the root) and an indirect alert at the port (T0 + 120).
+    nic = "node-008/mlx5_3"
+    port = Finding("switch_port_errors", "switch_port", PORT, T0, None, 0.9, ("crc",), "test", detected_at=T0 + 200)
+    hang = Finding("collective_hang", "job", JOB, T0 + 60, None, 0.8, ("hang",), "test", detected_at=T0 + 100)
+    sigs = [*finding_signals([port, hang]),
+            Signal("rule", "PortFlaps", "switch_port", PORT, T0 + 90, None, T0 + 120, None, 0.3, (), direct=False),
+            Signal("rule", "NicPortErrors", "nic", nic, T0 + 140, None, T0 + 150, "switch_port_errors", 0.6, ())]
+    incidents, left = correlate(sigs, inv)
+    assert left == [] and len(incidents) == 1
+    assert incidents[0].detected_at == T0 + 150
