@@ -3,6 +3,8 @@ fault, named at the faulty part; symptoms folded in, separate faults kept apart.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from suanli.analysis.findings import Finding, Symptom
@@ -226,3 +228,45 @@ def test_detected_at_reads_the_root_finding_and_direct_alerts_at_the_root_or_of_
     incidents, left = correlate(sigs, inv)
     assert left == [] and len(incidents) == 1
     assert incidents[0].detected_at == T0 + 150
+
+
+def test_the_config_is_immutable() -> None:
+    # CorrelationConfig() is the default argument every correlate() call shares: it cannot change.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CorrelationConfig().window_s = 1.0  # type: ignore[misc]
+
+
+def test_a_fault_far_in_time_does_not_stop_the_search_for_a_close_one(inv: Inventory) -> None:
+    # GPU a lost at T0 (0.9, ended T0 + 300) and GPU b lost at T0 + 7200 (0.8): a is first in the
+    # list but too far from the hang at T0 + 7300; b, next, is close and takes it.
+    a, b = inv.jobs[JOB].ranks[5].gpu, inv.jobs[JOB].ranks[9].gpu
+    incidents, _ = correlate(finding_signals([_finding("gpu_lost", "gpu", a, T0, 0.9, end=T0 + 300),
+                                              _finding("gpu_lost", "gpu", b, T0 + 7200, 0.8),
+                                              _finding("collective_hang", "job", JOB, T0 + 7300, 0.8)]), inv)
+    by_root = {i.root_id: [s.name for s in i.signals] for i in incidents}
+    assert by_root == {a: ["gpu_lost"], b: ["gpu_lost", "collective_hang"]}
+
+
+def test_of_two_explaining_incidents_the_one_of_the_alerts_category_wins(inv: Inventory) -> None:
+    # nic_down at node-001/mlx5_0 (0.6) and the port (0.9): an indirect nic_down alert at
+    # node-002/gpu3 (a job member, at neither root) is explained by both (the job depends on
+    # both; nic_down is a network symptom the port causes). Host rank (same entity, same category,
+    # confidence): the NIC's (0, 1, 0.6) > the port's (0, 0, 0.9).
+    nic = "node-001/mlx5_0"
+    sigs = finding_signals([_finding("nic_down", "nic", nic, conf=0.6),
+                            _finding("switch_port_errors", "switch_port", PORT)])
+    alert = Signal("rule", "JobNicTrouble", "gpu", "node-002/gpu3", T0 + 60, None, T0 + 90, "nic_down", 0.6, (),
+                   direct=False)
+    incidents, left = correlate([*sigs, alert], inv)
+    assert left == []
+    by_root = {i.root_id: [s.name for s in i.signals] for i in incidents}
+    assert by_root == {nic: ["nic_down", "JobNicTrouble"], PORT: ["switch_port_errors"]}
+
+
+def test_only_direct_categorised_alerts_seed_incidents(inv: Inventory) -> None:
+    # Alone, an indirect alert with a category and a direct one without stay unexplained.
+    gpu = inv.jobs[JOB].ranks[5].gpu
+    indirect = Signal("rule", "HotJob", "gpu", gpu, T0, None, T0 + 30, "gpu_thermal", 0.6, (), direct=False)
+    uncategorised = Signal("rule", "Odd", "gpu", gpu, T0, None, T0 + 30, None, 0.3, (), direct=True)
+    for sig in (indirect, uncategorised):
+        assert correlate([sig], inv) == ([], [sig])
