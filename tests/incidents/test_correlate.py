@@ -270,3 +270,16 @@ def test_only_direct_categorised_alerts_seed_incidents(inv: Inventory) -> None:
     uncategorised = Signal("rule", "Odd", "gpu", gpu, T0, None, T0 + 30, None, 0.3, (), direct=True)
     for sig in (indirect, uncategorised):
         assert correlate([sig], inv) == ([], [sig])
+
+
+def test_between_equally_ranked_hosts_the_first_fault_keeps_the_alert(inv: Inventory) -> None:
+    # GPUs a (from T0) and b (from T0 + 10) of the job both lost, both 0.9: the folding order is
+    # (priority, confidence, start), so a's incident comes first. A low-utilisation alert on a third
+    # GPU of the job is explained by both (a member of the job each fault reaches), ranked (0, 0, 0.9)
+    # by both: the tie goes to the first, a.
+    a, b, c = (inv.jobs[JOB].ranks[k].gpu for k in (5, 9, 20))
+    sigs = finding_signals([_finding("gpu_lost", "gpu", b, T0 + 10), _finding("gpu_lost", "gpu", a, T0)])
+    incidents, left = correlate([*sigs, _alert("GPUUtilizationLow", "gpu", c)], inv)
+    assert left == []
+    by_root = {i.root_id: [s.entity_id for s in i.signals] for i in incidents}
+    assert by_root == {a: [a, c], b: [b]}
