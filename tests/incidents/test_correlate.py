@@ -238,13 +238,16 @@ def test_the_config_is_immutable() -> None:
 
 def test_a_fault_far_in_time_does_not_stop_the_search_for_a_close_one(inv: Inventory) -> None:
     # GPU a lost at T0 (0.9, ended T0 + 300) and GPU b lost at T0 + 7200 (0.8): a is first in the
-    # list but too far from the hang at T0 + 7300; b, next, is close and takes it.
-    a, b = inv.jobs[JOB].ranks[5].gpu, inv.jobs[JOB].ranks[9].gpu
-    incidents, _ = correlate(finding_signals([_finding("gpu_lost", "gpu", a, T0, 0.9, end=T0 + 300),
-                                              _finding("gpu_lost", "gpu", b, T0 + 7200, 0.8),
-                                              _finding("collective_hang", "job", JOB, T0 + 7300, 0.8)]), inv)
+    # list but too far from the hang at T0 + 7300 and from a low-utilisation alert on a third GPU
+    # of the job at T0 + 7300; b, next, is close and takes both.
+    a, b, c = (inv.jobs[JOB].ranks[k].gpu for k in (5, 9, 20))
+    sigs = finding_signals([_finding("gpu_lost", "gpu", a, T0, 0.9, end=T0 + 300),
+                            _finding("gpu_lost", "gpu", b, T0 + 7200, 0.8),
+                            _finding("collective_hang", "job", JOB, T0 + 7300, 0.8)])
+    incidents, left = correlate([*sigs, _alert("GPUUtilizationLow", "gpu", c, T0 + 7300)], inv)
+    assert left == []
     by_root = {i.root_id: [s.name for s in i.signals] for i in incidents}
-    assert by_root == {a: ["gpu_lost"], b: ["gpu_lost", "collective_hang"]}
+    assert by_root == {a: ["gpu_lost"], b: ["gpu_lost", "collective_hang", "GPUUtilizationLow"]}
 
 
 def test_of_two_explaining_incidents_the_one_of_the_alerts_category_wins(inv: Inventory) -> None:
