@@ -286,3 +286,15 @@ def test_between_equally_ranked_hosts_the_first_fault_keeps_the_alert(inv: Inven
     assert left == []
     by_root = {i.root_id: [s.entity_id for s in i.signals] for i in incidents}
     assert by_root == {a: [a, c], b: [b]}
+
+
+def test_a_second_finding_on_the_same_entity_folds_there_first(inv: Inventory) -> None:
+    # oom at the job (more specific: first) and the port: the job's hang is on the oom's own
+    # entity, so it folds there and the search stops, though the port would explain it too.
+    # Two ooms on the job are one fault: oom folds only into oom (never into another category).
+    sigs = finding_signals([_finding("oom", "job", JOB), _finding("switch_port_errors", "switch_port", PORT),
+                            _finding("collective_hang", "job", JOB, T0 + 60, 0.8),
+                            _finding("oom", "job", JOB, T0 + 100, 0.7)])
+    incidents, _ = correlate(sigs, inv)
+    by_root = {i.root_id: [s.name for s in i.signals] for i in incidents}
+    assert by_root == {JOB: ["oom", "oom", "collective_hang"], PORT: ["switch_port_errors"]}
