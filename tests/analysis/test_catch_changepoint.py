@@ -69,3 +69,25 @@ def test_a_burst_that_does_not_last_is_no_change_unless_restarts_allow() -> None
     assert sudden_increase(ts2, x2) is None
     cp = sudden_increase(ts2, x2, ChangeConfig(max_restarts=1))
     assert cp is not None and cp.onset_s == 48 * STEP_S and cp.detected_at_s == 50 * STEP_S
+
+
+def test_the_half_way_point_needs_four_samples_after_it() -> None:
+    # 40 samples (n_base = 10): 24 at the level, three at z = 4 (S = 3.5, 7, 10.5 > 10: alarm at
+    # index 36 = len - 4), then three at z = 20. Bar = max(2, 0.5 x median(z[36:] = 4, 20, 20, 20))
+    # = 10: no sample from 34 to the alarm reaches it; the first that does, 37, has only 3 samples
+    # from it to the end (min_tail_samples = 4: the search stops at len - 4 = 36) -> no change yet.
+    ts, x = _series([0.0] * 24 + [4.0] * 3 + [20.0] * 3)
+    assert len(x) == 40
+    assert sudden_increase(ts, x) is None
+    # one more sample at z = 20: 37 is now len - 4 -> onset at 37, detected there (after the alarm)
+    ts, x = _series([0.0] * 24 + [4.0] * 3 + [20.0] * 4)
+    cp = sudden_increase(ts, x)
+    assert cp is not None and cp.onset_s == 37 * STEP_S and cp.detected_at_s == 37 * STEP_S
+
+
+def test_no_cusum_alarm_no_change_whatever_the_median() -> None:
+    # 40 samples (n_base = 10), then (3, 3, -4) ten times: median 3 sigma, but each -4 (clipped,
+    # -4.5 after k) pulls S back: its peaks are 5, 5.5, ..., 9.5, never above h = 10 -> None.
+    ts, x = _series([3.0, 3.0, -4.0] * 10)
+    assert len(x) == 40
+    assert sudden_increase(ts, x) is None
