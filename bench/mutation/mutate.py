@@ -124,6 +124,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("intervals", "ReplaceUnaryOperator_Delete_USub",
      "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
         "equivalent: the first `group[::-1]` only feeds `.max()`, which does not depend on the order",
+    ("changepoint", "NumberReplacer", "a, o = _cusum_one(z2[0].tolist(), config)"):
+        "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
     ("changepoint", "NumberReplacer", "if i_found >= 0:"):
         "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
         "an empty baseline makes every z NaN and never alarms), so `>= 1` and `>= 0` agree",

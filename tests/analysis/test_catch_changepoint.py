@@ -91,3 +91,42 @@ def test_no_cusum_alarm_no_change_whatever_the_median() -> None:
     ts, x = _series([3.0, 3.0, -4.0] * 10)
     assert len(x) == 40
     assert sudden_increase(ts, x) is None
+
+
+def test_a_restart_begins_after_the_alarm_sample() -> None:
+    # 40 samples (n_base = 10): z = 4 at 10..12 (S = 3.5, 7, 10.5: alarm at 12), z = 0.5 at 13..20
+    # (S + 0.5 - k: unchanged), z = 20 from 21 on. First pass: bar = max(2, 0.5 x median(z[12:])
+    # = 20) = 10, and no sample from 10 to 12 + 8 = 20 reaches it -> no onset, start over.
+    # The restart begins at 13, after the alarm sample: S = 0 through 20, then 3.5, 7, 10.5 ->
+    # alarm at 23; onset 21 (z = 20 >= 10, median after it 20) -> onset 21, detected 23.
+    # (Restarting at 12 would carry that sample's 3.5 and alarm at 22.)
+    ts, x = _series([4.0] * 3 + [0.5] * 8 + [20.0] * 19)
+    assert len(x) == 40
+    assert sudden_increase(ts, x) is None
+    cp = sudden_increase(ts, x, ChangeConfig(max_restarts=1))
+    assert cp is not None and cp.onset_s == 21 * STEP_S and cp.detected_at_s == 23 * STEP_S
+
+
+def test_fewer_than_min_baseline_points_plus_three_samples_is_no_test() -> None:
+    # min_baseline_points = 5: 7 samples < 5 + 3 -> None, however clear: 4 level samples and 3 at
+    # z = 10 (with a 4-point baseline they would alarm: S = 3.5, 7, 10.5).
+    ts, x = np.arange(7) * STEP_S, np.array([99.0, 101.0, 99.0, 101.0] + [100.0 + 10 * SIGMA] * 3)
+    assert sudden_increase(ts, x) is None
+    # 9 samples (n_base = max(5, int(9 x 0.25)) = 5): baseline 99, 101, 99, 101, 99 (median 99,
+    # MAD 0 -> sigma = 0.01 x 99 = 0.99), then 101 (z = 2.02) and 3 high samples (z = 15.99,
+    # clipped to 4): S = 1.52, 5.02, 8.52, 12.02 -> alarm at 8; onset from 5 with bar =
+    # max(2, 0.5 x 15.99): 101 fails it, the first high sample, 6, passes.
+    high = 100.0 + 10 * SIGMA
+    ts, x = np.arange(9) * STEP_S, np.array([99.0, 101.0, 99.0, 101.0, 99.0, 101.0, high, high, high])
+    cp = sudden_increase(ts, x)
+    assert cp is not None and cp.onset_s == 6 * STEP_S and cp.detected_at_s == 8 * STEP_S
+
+
+def test_log_rates_use_the_default_floor_for_zeros() -> None:
+    # log10 with the default floor 1e-15: the zeros before the rise are 1e-15 (-15 decades), not
+    # dropped; baseline -15 (MAD 0 -> sigma = 0.01 x 15 = 0.15), the rise at 45 is found there.
+    rate = np.zeros(60)
+    rate[45:] = 800.0
+    cp = sudden_increase(np.arange(60) * STEP_S, rate, ChangeConfig(log10=True))
+    assert cp is not None and cp.onset_s == 45 * STEP_S
+    assert cp.before == pytest.approx(1e-15) and cp.after == pytest.approx(800.0)
