@@ -4,10 +4,12 @@ before the real change does not back-date it; on a ramp the half-way point is th
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from suanli.analysis.changepoint import ChangeConfig, sudden_increase
+from suanli.analysis.changepoint import ChangeConfig, cusum_alarms, sudden_increase
 
 SIGMA = 1.4826        # baseline alternating 99 / 101: median 100, MAD 1 -> sigma = 1.4826 x 1
 STEP_S = 15.0
@@ -105,6 +107,11 @@ def test_a_restart_begins_after_the_alarm_sample() -> None:
     assert sudden_increase(ts, x) is None
     cp = sudden_increase(ts, x, ChangeConfig(max_restarts=1))
     assert cp is not None and cp.onset_s == 21 * STEP_S and cp.detected_at_s == 23 * STEP_S
+    # The same with z = 4 at 13 too (and 0.5 at 14..20): the restart at 13 counts it, S = 3.5
+    # through 20, 7, 10.5 -> alarm at 22; onset 21 again, detected at 22.
+    ts, x = _series([4.0] * 4 + [0.5] * 7 + [20.0] * 19)
+    cp = sudden_increase(ts, x, ChangeConfig(max_restarts=1))
+    assert cp is not None and cp.onset_s == 21 * STEP_S and cp.detected_at_s == 22 * STEP_S
 
 
 def test_fewer_than_min_baseline_points_plus_three_samples_is_no_test() -> None:
@@ -112,6 +119,8 @@ def test_fewer_than_min_baseline_points_plus_three_samples_is_no_test() -> None:
     # z = 10 (with a 4-point baseline they would alarm: S = 3.5, 7, 10.5).
     ts, x = np.arange(7) * STEP_S, np.array([99.0, 101.0, 99.0, 101.0] + [100.0 + 10 * SIGMA] * 3)
     assert sudden_increase(ts, x) is None
+    # also where 1 sample after the baseline could alarm (h = 1 < 4 - 0.5): still 7 < 5 + 3
+    assert sudden_increase(ts, x, ChangeConfig(h=1.0)) is None
     # 9 samples (n_base = max(5, int(9 x 0.25)) = 5): baseline 99, 101, 99, 101, 99 (median 99,
     # MAD 0 -> sigma = 0.01 x 99 = 0.99), then 101 (z = 2.02) and 3 high samples (z = 15.99,
     # clipped to 4): S = 1.52, 5.02, 8.52, 12.02 -> alarm at 8; onset from 5 with bar =
@@ -130,3 +139,43 @@ def test_log_rates_use_the_default_floor_for_zeros() -> None:
     cp = sudden_increase(np.arange(60) * STEP_S, rate, ChangeConfig(log10=True))
     assert cp is not None and cp.onset_s == 45 * STEP_S
     assert cp.before == pytest.approx(1e-15) and cp.after == pytest.approx(800.0)
+
+
+def test_an_alarm_at_the_first_sample_after_the_baseline() -> None:
+    # h = 1: the first sample after the baseline (z = 10, clipped 4: S = 3.5 > 1) alarms at once,
+    # CUSUM index 0 -> onset and detection at sample 10.
+    ts, x = _series([10.0] * 30)
+    cp = sudden_increase(ts, x, ChangeConfig(h=1.0))
+    assert cp is not None and cp.onset_s == 10 * STEP_S and cp.detected_at_s == 10 * STEP_S
+
+
+def test_a_step_of_exactly_min_shift_sigma_is_a_change() -> None:
+    # A flat baseline at 100 with min_sigma = 1 (MAD 0; 0.01 x 100 = 1 too): sigma = 1 exactly.
+    # 30 samples at 102: z = 2 = min_shift_sigma; S grows 1.5 per sample -> 10.5 at the 7th (16);
+    # bar = max(2, 0.5 x 2) = 2 and the median after 10 is 2 >= 2 -> onset 10, detected 16.
+    x = np.array([100.0] * 10 + [102.0] * 30)
+    cp = sudden_increase(np.arange(40) * STEP_S, x, ChangeConfig(min_sigma=1.0))
+    assert cp is not None and cp.onset_s == 10 * STEP_S and cp.detected_at_s == 16 * STEP_S
+
+
+def test_small_scale_series_have_no_absolute_sigma_floor() -> None:
+    # The blip case scaled to 0 +- 0.001 (median 0, MAD 0.001 -> sigma 0.0014826; min_sigma 0 and
+    # rel_sigma x 0 add no floor): the same onset at 24 (a 1.0 floor would see no change at all).
+    ts, x = _series([0.0] * 10 + [3.0] * 1 + [0.5] * 3 + [10.0] * 16)
+    cp = sudden_increase(ts, (x - 100.0) / 1000.0)
+    assert cp is not None and cp.onset_s == 24 * STEP_S
+
+
+def test_minus_infinity_is_no_sample_in_both_cusum_paths() -> None:
+    # z = 4, 4, -inf, 4: the -inf is skipped (S = 3.5, 7, -, 10.5): alarm at 3, onset 0; read as
+    # -4 it would pull S down to 2.5. One row (the plain-Python path) and two rows (vectorised).
+    z = np.array([4.0, 4.0, -np.inf, 4.0])
+    assert [v.tolist() for v in cusum_alarms(z[None, :])] == [[3], [0]]
+    assert [v.tolist() for v in cusum_alarms(np.vstack([z, z]))] == [[3, 3], [0, 0]]
+
+
+def test_a_change_point_is_an_immutable_value() -> None:
+    cp = sudden_increase(*_series([10.0] * 30))
+    assert cp is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cp.onset_s = 0.0  # type: ignore[misc]
