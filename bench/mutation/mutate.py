@@ -126,6 +126,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the first `group[::-1]` only feeds `.max()`, which does not depend on the order",
     ("changepoint", "NumberReplacer", "a, o = _cusum_one(z2[0].tolist(), config)"):
         "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
+    ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):
+        "equivalent: `cusum_alarms` of one row returns one-element arrays, so `[-1]` is `[0]`",
     ("changepoint", "NumberReplacer", "if i_found >= 0:"):
         "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
         "an empty baseline makes every z NaN and never alarms), so `>= 1` and `>= 0` agree",

@@ -121,6 +121,11 @@ def test_fewer_than_min_baseline_points_plus_three_samples_is_no_test() -> None:
     assert sudden_increase(ts, x) is None
     # also where 1 sample after the baseline could alarm (h = 1 < 4 - 0.5): still 7 < 5 + 3
     assert sudden_increase(ts, x, ChangeConfig(h=1.0)) is None
+    # 8 samples = 5 + 3 are tested: baseline 99, 101, 99, 101, 99 (median 99, MAD 0 -> sigma 0.99),
+    # three samples at z = 15.99 (clipped 4): S = 3.5, 7, 10.5 -> alarm at 7, onset 5.
+    h8 = 100.0 + 10 * SIGMA
+    cp = sudden_increase(np.arange(8) * STEP_S, np.array([99.0, 101.0, 99.0, 101.0, 99.0, h8, h8, h8]))
+    assert cp is not None and cp.onset_s == 5 * STEP_S and cp.detected_at_s == 7 * STEP_S
     # 9 samples (n_base = max(5, int(9 x 0.25)) = 5): baseline 99, 101, 99, 101, 99 (median 99,
     # MAD 0 -> sigma = 0.01 x 99 = 0.99), then 101 (z = 2.02) and 3 high samples (z = 15.99,
     # clipped to 4): S = 1.52, 5.02, 8.52, 12.02 -> alarm at 8; onset from 5 with bar =
