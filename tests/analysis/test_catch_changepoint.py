@@ -179,8 +179,35 @@ def test_minus_infinity_is_no_sample_in_both_cusum_paths() -> None:
     assert [v.tolist() for v in cusum_alarms(np.vstack([z, z]))] == [[3, 3], [0, 0]]
 
 
-def test_a_change_point_is_an_immutable_value() -> None:
+def test_a_change_point_and_its_config_are_immutable_values() -> None:
+    # (ChangeConfig() is the default argument every call shares)
     cp = sudden_increase(*_series([10.0] * 30))
     assert cp is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         cp.onset_s = 0.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ChangeConfig().h = 0.0  # type: ignore[misc]
+
+
+def test_the_cusum_alarms_above_h_not_at_it() -> None:
+    # z = 2.5: S grows by 2.5 - 0.5 = 2 exactly: 2, 4, 6, 8, 10 (= h: no alarm), 12 -> alarm at 5,
+    # onset 0; in the one-row path and the vectorised one (the zero row never alarms).
+    z = np.full(6, 2.5)
+    assert [v.tolist() for v in cusum_alarms(z[None, :])] == [[5], [0]]
+    assert [v.tolist() for v in cusum_alarms(np.vstack([z, np.zeros(6)]))] == [[5, -1], [0, -1]]
+
+
+def test_a_vectorised_row_keeps_its_first_alarm_even_at_index_0() -> None:
+    # h = 1: z = 4 alarms at once (S = 3.5 > 1) at index 0, and stays alarmed there (the later
+    # samples would alarm again).
+    alarm, onset = cusum_alarms(np.array([[4.0, 4.0, 4.0], [0.0, 0.0, 0.0]]), ChangeConfig(h=1.0))
+    assert alarm.tolist() == [0, -1] and onset.tolist() == [0, -1]
+
+
+def test_an_all_zero_baseline_still_has_a_scale() -> None:
+    # Ten zeros (median 0, MAD 0, no floors) then 5.0: sigma is the 1e-300 guard, not 0 (0/0 would
+    # leave no sample): z is huge, clipped to 4 -> alarm at 12, onset 10; before 0, after 5.
+    x = np.array([0.0] * 10 + [5.0] * 30)
+    cp = sudden_increase(np.arange(40) * STEP_S, x)
+    assert cp is not None and cp.onset_s == 10 * STEP_S and cp.detected_at_s == 12 * STEP_S
+    assert (cp.before, cp.after) == (0.0, 5.0)
