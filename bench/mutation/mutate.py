@@ -128,6 +128,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
     ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):
         "equivalent: `cusum_alarms` of one row returns one-element arrays, so `[-1]` is `[0]`",
+    ("changepoint", "NumberReplacer", "return -1"):
+        "equivalent: `_onset`'s caller only asks `i_found >= 0`, so -2 reads as -1",
+    ("changepoint", "ReplaceComparisonOperator_GtE_Gt", "if i_found >= 0:"):
+        "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
+        "an empty baseline makes every z NaN and never alarms), so `> 0` and `>= 0` agree",
     ("changepoint", "NumberReplacer", "if i_found >= 0:"):
         "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
         "an empty baseline makes every z NaN and never alarms), so `>= 1` and `>= 0` agree",

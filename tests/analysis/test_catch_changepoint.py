@@ -197,6 +197,11 @@ def test_the_cusum_alarms_above_h_not_at_it() -> None:
     assert [v.tolist() for v in cusum_alarms(np.vstack([z, np.zeros(6)]))] == [[5, -1], [0, -1]]
 
 
+def test_no_rows_no_alarms() -> None:
+    alarm, onset = cusum_alarms(np.zeros((0, 5)))
+    assert alarm.tolist() == [] and onset.tolist() == []
+
+
 def test_a_vectorised_row_keeps_its_first_alarm_even_at_index_0() -> None:
     # h = 1: z = 4 alarms at once (S = 3.5 > 1) at index 0, and stays alarmed there (the later
     # samples would alarm again).
