@@ -128,6 +128,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
     ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):
         "equivalent: `cusum_alarms` of one row returns one-element arrays, so `[-1]` is `[0]`",
+    ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
+        "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
+        "<= 0 is no floor",
+    ("changepoint", "NumberReplacer", "if alarm[0] < 0:"):
+        "equivalent for `alarm[-1]` (`< 1`, `< -1` are killed): one row, a one-element array",
     ("changepoint", "NumberReplacer", "return -1"):
         "equivalent: `_onset`'s caller only asks `i_found >= 0`, so -2 reads as -1",
     ("changepoint", "ReplaceComparisonOperator_GtE_Gt", "if i_found >= 0:"):

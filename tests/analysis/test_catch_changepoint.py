@@ -216,3 +216,12 @@ def test_an_all_zero_baseline_still_has_a_scale() -> None:
     cp = sudden_increase(np.arange(40) * STEP_S, x)
     assert cp is not None and cp.onset_s == 10 * STEP_S and cp.detected_at_s == 12 * STEP_S
     assert (cp.before, cp.after) == (0.0, 5.0)
+
+
+def test_the_half_way_point_may_come_eight_samples_after_the_alarm() -> None:
+    # z = 4 at 10..19 (S = 3.5, 7, 10.5: alarm at 12), z = 20 from 20 on (40 samples). Bar =
+    # max(2, 0.5 x median(z[12:]) = 20) = 10: the first sample at it is 20 = 12 + ramp_samples (8)
+    # -> onset 20, detected there.
+    ts, x = _series([4.0] * 10 + [20.0] * 20)
+    cp = sudden_increase(ts, x)
+    assert cp is not None and cp.onset_s == 20 * STEP_S and cp.detected_at_s == 20 * STEP_S
