@@ -128,6 +128,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
     ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):
         "equivalent: `cusum_alarms` of one row returns one-element arrays, so `[-1]` is `[0]`",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
+        "equivalent for `max(dp, 0)`: the inventory reader rejects dp < 1 (`minimum=1`), so dp >= 1 "
+        "either way",
     ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
         "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
         "<= 0 is no floor",

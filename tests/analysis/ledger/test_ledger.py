@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from suanli.analysis.ledger import LedgerConfig, LedgerResult, analyze
+from suanli.analysis.ledger.economics import EconomicsConfig
+from suanli.analysis.ledger.goodput import GoodputConfig, split_job
+from suanli.analysis.ledger.job import JobInputs, JobLedger, build_job_ledger, hfu_ratio
 from suanli.analysis.window import Window
 from suanli.ingest.load import load_paths
 from suanli.ingest.records import Span
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
+from tests.analysis.ledger.test_ledger_frames import Row, make_frame, split_rows
 from tests.conftest import shared_path
 
 T0 = 1_773_100_000.0
@@ -256,3 +262,76 @@ def test_megatron_formula_is_selectable() -> None:
     store.flush()
     (led,) = analyze(store, inv, config=LedgerConfig(formula="megatron")).jobs
     assert led.mfu == pytest.approx(1_170_432 * 1000 / (2 * 10 * 989e12))
+
+
+def _pure_ledger(rows: list[Row], step_flops: float, inputs: JobInputs, inventory: str = INVENTORY) -> JobLedger:
+    """build_job_ledger over split_job of hand rows (no store): every rank's step declares ``step_flops``."""
+    steps, others = split_rows(rows)
+    split = split_job(make_frame(steps, t0=T0), make_frame(others, t0=T0), GoodputConfig(),
+                      np.full(len(steps), step_flops))
+    return build_job_ledger(parse_inventory(inventory).jobs["job-a"], split, inputs, "palm", EconomicsConfig())
+
+
+def test_ledger_figures_worked_by_hand() -> None:
+    # 2 ranks x 3 back-to-back 10 s steps (0..30 s); each rank's step declares peak x 10 / 3 FLOPs:
+    # MFU = 2 x (peak x 10 / 3) / (peak x 2 x 10) = 1/3 -> the timeline's 4 digits: 0.3333.
+    peak = 989e12
+    rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(3)]
+    inputs = JobInputs(2, peak, 2.0, energy_j=7.2e6, low_util_s=30.0, util_observed_s=120.0)
+    led = _pure_ledger(rows, peak * 10 / 3, inputs)
+    assert led.mfu == pytest.approx(1 / 3)
+    assert [v for _, v in led.mfu_timeline(points=1)] == [0.3333]
+    # cost = 2 GPUs x 30 s / 3600 x $2 = $1/30; every second is a productive step (goodput 1), so
+    # a useful GPU-hour costs the price, $2; 7.2 MJ = 2 kWh; 30 of 120 s under the threshold: 0.25.
+    assert led.cost == pytest.approx(1 / 30)
+    assert led.cost_per_useful_gpu_h() == pytest.approx(2.0)
+    out = led.to_json()
+    assert out["energy_kwh"] == 2.0
+    # 1 kWh = 3.6e6 J exactly, reported to 6 significant digits: 3,600,017.64 J = 1.0000049 kWh
+    # -> 1.0 and 3,600,018.36 J = 1.0000051 kWh -> 1.00001 (a constant one joule off either way,
+    # 3,599,999 or 3,600,001, moves one of them across the rounding edge)
+    assert dataclasses.replace(led, energy_j=3_600_017.64).to_json()["energy_kwh"] == 1.0
+    assert dataclasses.replace(led, energy_j=3_600_018.36).to_json()["energy_kwh"] == 1.00001
+    assert led.waste_rate == 0.25
+    # forecast: 3 steps x 1000 tokens done of 1e6; the Monte Carlo quantiles are ordered and,
+    # with an uncertain rate and interruptions, distinct: p10 < p50 < p90 for time and cost.
+    fc = out["forecast"]
+    assert fc["remaining_tokens"] == pytest.approx(1e6 - 3000)
+    assert fc["finish_p10"] < fc["finish"] < fc["finish_p90"]
+    assert fc["cost_p10"] < fc["cost"] < fc["cost_p90"]
+
+
+def test_no_flops_no_peak_no_time_give_none_not_a_division() -> None:
+    peak = 989e12
+    rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(3)]
+    led = _pure_ledger(rows, peak, JobInputs(2, peak, 2.0))
+    # no FLOPs known: no effective PFLOP, so no cost per PFLOP (not cost / 0)
+    assert dataclasses.replace(led, step_flops=np.full(3, np.nan)).cost_per_effective_pflop() is None
+    # no peak: neither MFU nor effective MFU
+    no_peak = _pure_ledger(rows, peak, JobInputs(2, None, 2.0))
+    assert (no_peak.mfu, no_peak.effective_mfu) == (None, None)
+    # steps of no duration (the whole job one instant): no GPU time to divide by
+    flat: list[Row] = [(r, 0, "train_step", 5.0, 5.0) for r in (0, 1)]
+    zero = _pure_ledger(flat, peak, JobInputs(2, peak, 2.0))
+    assert (zero.mfu, zero.effective_mfu) == (None, None)
+
+
+def test_full_recompute_without_a_shape_is_four_thirds() -> None:
+    # Declared FLOPs per token (no shape to count the recomputed forward from): full activation
+    # recomputation runs the forward twice, 4 passes' worth instead of 3 (forward + 2 x backward).
+    inv = parse_inventory(INVENTORY.replace("model: {params: 1.0e9}", "model: {params: 1.0e9, flops_per_token: 6.0e9}\n"
+                                            "    recompute: full"))
+    assert hfu_ratio(inv.jobs["job-a"], "palm") == pytest.approx(4 / 3)
+
+
+def test_an_interruption_before_the_forecast_window_takes_no_time_from_it() -> None:
+    # 2 ranks: steps 0..9 over 0..100 s, a restart (init 100..200 s), steps 10..89 over 200..1000 s.
+    # The gap is a failure (100 s > 3 x 10 s, holding an init), before the 600 s forecast window
+    # [400, 1000]: it excludes nothing. 60 steps end inside it, 1000 tokens each: 100 tokens/s.
+    peak = 989e12
+    rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(10)]
+    rows += [(r, -1, "init", 100.0, 200.0) for r in (0, 1)]
+    rows += [(r, k, "train_step", 100.0 + 10.0 * k, 110.0 + 10.0 * k) for r in (0, 1) for k in range(10, 90)]
+    led = _pure_ledger(rows, peak, JobInputs(2, peak, 2.0))
+    assert led.split.interruptions == [(T0 + 100.0, T0 + 200.0)]
+    assert led.forecast is not None and led.forecast.tokens_per_s == pytest.approx(100.0)
