@@ -299,12 +299,17 @@ def test_ledger_figures_worked_by_hand() -> None:
     assert fc["remaining_tokens"] == pytest.approx(1e6 - 3000)
     assert fc["finish_p10"] < fc["finish"] < fc["finish_p90"]
     assert fc["cost_p10"] < fc["cost"] < fc["cost_p90"]
+    # GPU-hours per category: all 2 x 30 GPU-seconds are compute = 60 / 3600 = 0.0166667 h
+    assert out["badput_gpu_h"]["compute"] == 0.0166667
+    assert sum(out["badput_gpu_h"].values()) == 0.0166667
 
 
 def test_no_flops_no_peak_no_time_give_none_not_a_division() -> None:
     peak = 989e12
     rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(3)]
     led = _pure_ledger(rows, peak, JobInputs(2, peak, 2.0))
+    # 1 PFLOP = 1e15 FLOPs: 3 steps x 2 ranks x 989e12 = 5.934e15 FLOPs = 5.934 PFLOP (exactly)
+    assert led.effective_pflop == 5.934
     # no FLOPs known: no effective PFLOP, so no cost per PFLOP (not cost / 0)
     assert dataclasses.replace(led, step_flops=np.full(3, np.nan)).cost_per_effective_pflop() is None
     # no peak: neither MFU nor effective MFU
@@ -328,10 +333,13 @@ def test_an_interruption_before_the_forecast_window_takes_no_time_from_it() -> N
     # 2 ranks: steps 0..9 over 0..100 s, a restart (init 100..200 s), steps 10..89 over 200..1000 s.
     # The gap is a failure (100 s > 3 x 10 s, holding an init), before the 600 s forecast window
     # [400, 1000]: it excludes nothing. 60 steps end inside it, 1000 tokens each: 100 tokens/s.
+    # Failure time per rank per interruption: the 100 s gap (with one rank or two alike).
     peak = 989e12
-    rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(10)]
-    rows += [(r, -1, "init", 100.0, 200.0) for r in (0, 1)]
-    rows += [(r, k, "train_step", 100.0 + 10.0 * k, 110.0 + 10.0 * k) for r in (0, 1) for k in range(10, 90)]
-    led = _pure_ledger(rows, peak, JobInputs(2, peak, 2.0))
-    assert led.split.interruptions == [(T0 + 100.0, T0 + 200.0)]
-    assert led.forecast is not None and led.forecast.tokens_per_s == pytest.approx(100.0)
+    for ranks in ((0, 1), (0,)):
+        rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in ranks for k in range(10)]
+        rows += [(r, -1, "init", 100.0, 200.0) for r in ranks]
+        rows += [(r, k, "train_step", 100.0 + 10.0 * k, 110.0 + 10.0 * k) for r in ranks for k in range(10, 90)]
+        led = _pure_ledger(rows, peak, JobInputs(2, peak, 2.0))
+        assert led.split.interruptions == [(T0 + 100.0, T0 + 200.0)]
+        assert led.forecast is not None and led.forecast.tokens_per_s == pytest.approx(100.0)
+        assert led.forecast.downtime_per_interruption_s == pytest.approx(100.0)
