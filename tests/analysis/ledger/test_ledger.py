@@ -293,6 +293,10 @@ def test_ledger_figures_worked_by_hand() -> None:
     assert dataclasses.replace(led, energy_j=3_600_017.64).to_json()["energy_kwh"] == 1.0
     assert dataclasses.replace(led, energy_j=3_600_018.36).to_json()["energy_kwh"] == 1.00001
     assert led.waste_rate == 0.25
+    # 3 steps x 2 ranks x peak x 10 / 3 = 1.978e16 FLOPs = 19.78 PFLOP: 7.2e6 / 19.78 J per PFLOP
+    assert out["energy_j_per_effective_pflop"] == pytest.approx(7.2e6 / 19.78, rel=1e-6)
+    # no productive time: no useful GPU-hour to price (not cost / 0)
+    assert dataclasses.replace(led, goodput=0.0).cost_per_useful_gpu_h() is None
     # forecast: 3 steps x 1000 tokens done of 1e6; the Monte Carlo quantiles are ordered and,
     # with an uncertain rate and interruptions, distinct: p10 < p50 < p90 for time and cost.
     fc = out["forecast"]
@@ -343,3 +347,5 @@ def test_an_interruption_before_the_forecast_window_takes_no_time_from_it() -> N
         assert led.split.interruptions == [(T0 + 100.0, T0 + 200.0)]
         assert led.forecast is not None and led.forecast.tokens_per_s == pytest.approx(100.0)
         assert led.forecast.downtime_per_interruption_s == pytest.approx(100.0)
+        # 90 steps: the MFU timeline has its default 60 bins
+        assert len(led.mfu_timeline()) == 60
