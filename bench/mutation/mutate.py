@@ -132,6 +132,14 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
         "equivalent for `max(dp, 0)`: the inventory reader rejects dp < 1 (`minimum=1`), so dp >= 1 "
         "either way",
+    ("ledger_job", "NumberReplacer",
+     "goodput=sum(shares.get(c, 0.0) for c in PRODUCTIVE), tokens=float(np.nansum(tokens)), cost=cost,"):
+        "equivalent: `split.shares()` has every category (the split's `gpu_s` always does), so the "
+        "default is never used",
+    ("ledger_job", "NumberReplacer",
+     "per_step = float(np.nanmedian(tokens)) if np.isfinite(tokens).any() else 0.0"):
+        "equivalent: with no finite token count the window's rate is 0 and `forecast_finish` returns "
+        "None whatever `done` is",
     ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
         "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
         "<= 0 is no floor",

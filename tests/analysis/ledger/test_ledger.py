@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from suanli.analysis.ledger import LedgerConfig, LedgerResult, analyze
-from suanli.analysis.ledger.economics import EconomicsConfig
+from suanli.analysis.ledger.economics import EconomicsConfig, forecast_finish
 from suanli.analysis.ledger.goodput import GoodputConfig, split_job
 from suanli.analysis.ledger.job import JobInputs, JobLedger, build_job_ledger, hfu_ratio
 from suanli.analysis.window import Window
@@ -349,3 +349,8 @@ def test_an_interruption_before_the_forecast_window_takes_no_time_from_it() -> N
         assert led.forecast.downtime_per_interruption_s == pytest.approx(100.0)
         # 90 steps: the MFU timeline has its default 60 bins
         assert len(led.mfu_timeline()) == 60
+        # the forecast is forecast_finish of the inputs worked out here: now = the end, 1e6 - 90 x
+        # 1000 tokens left at 100 tokens/s, sd 0 (12 steps end in each 120 s block: 100 tokens/s
+        # each), 1 interruption of 100 s, 2 GPUs x 1000 s = 0.5556 GPU-hours observed, $2/GPU-h
+        assert led.forecast == forecast_finish(T0 + 1000.0, 910_000.0, 100.0, 0.0, 1, 2 * 1000.0 / 3600.0, 2, 100.0,
+                                               2.0, EconomicsConfig())
