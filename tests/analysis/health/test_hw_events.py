@@ -76,3 +76,37 @@ def test_isolated_flags_far_apart_are_not_sustained() -> None:
     flag[[40, 79]] = True                       # two single samples 585 s apart: 2 x 15 s flagged
     onset, total = hw.sustained_onset(ts, flag, 120.0, 45.0)
     assert onset is None and total == 30.0
+
+
+def test_every_throttle_bit_of_nvml_h() -> None:
+    # nvml.h nvmlClocksThrottleReason*: GpuIdle 0x1, ApplicationsClocksSetting 0x2, SwPowerCap 0x4,
+    # HwSlowdown 0x8, SyncBoost 0x10, SwThermalSlowdown 0x20, HwThermalSlowdown 0x40,
+    # HwPowerBrakeSlowdown 0x80, DisplayClockSetting 0x100.
+    nvml = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+            "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting"]
+    assert [hw.decode_throttle(1 << i) for i in range(9)] == [[n] for n in nvml]
+    assert hw.decode_throttle(0x1FF) == nvml
+    assert hw.decode_throttle(0x200) == [] and hw.decode_throttle(0) == [] and hw.decode_throttle(-1) == []
+
+
+def _aer(ts: float, severity: str = "fatal", meaning: str = "SDES") -> hw.HwEvent:
+    return hw.HwEvent(ts, "h/gpu0", "aer", 1.0, None, severity, meaning, "log")
+
+
+def test_fatal_aers_count_from_600_s_before_the_loss_to_the_loss() -> None:
+    # lost at 1000: AERs at 400 (600 s before: in), 399.5 (out), 1000 (in), 1000.5 (after: out);
+    # a non-fatal one and another kind at 900 are not evidence.
+    evs = [_aer(399.5), _aer(400.0), _aer(1000.0, meaning=""), _aer(1000.5), _aer(900.0, "nonfatal"),
+           hw.HwEvent(900.0, "h/gpu0", "xid", 1.0, 79, "fatal", "", "log")]
+    assert hw.fatal_aer_before(evs, 1000.0) == ["h/gpu0 fatal PCIe AER (SDES) 600 s before it was lost [log]",
+                                                "h/gpu0 fatal PCIe AER 0 s before it was lost [log]"]
+
+
+def test_event_times_stop_at_max_events() -> None:
+    # 0 -> 2 -> 4 over 0, 10, 20 s with at most 3 events: 2.5 and 7.5 in the first interval, then
+    # only 1 of the next 2, at the middle of the whole second interval: 15.
+    t = hw.event_times_from_counter(np.array([0.0, 10.0, 20.0]), np.array([0.0, 2.0, 4.0]), max_events=3)
+    assert t.tolist() == [2.5, 7.5, 15.0]
+    # uncapped: 4 events, two per interval
+    assert hw.event_times_from_counter(np.array([0.0, 10.0, 20.0]), np.array([0.0, 2.0, 4.0])).tolist() == [
+        2.5, 7.5, 12.5, 17.5]
