@@ -141,6 +141,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "per_step = float(np.nanmedian(tokens)) if np.isfinite(tokens).any() else 0.0"):
         "equivalent: with no finite token count the window's rate is 0 and `forecast_finish` returns "
         "None whatever `done` is",
+    ("ledger_job", "ReplaceBinaryOperator_FloorDiv_Div",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
+        "equivalent: `Job.world_size` is the product of the parallelism dimensions, dp among them, so "
+        "the division is exact and `/` gives the same number as `//`",
     ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
         "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
         "<= 0 is no floor",

@@ -16,6 +16,7 @@ from suanli.ingest.load import load_paths
 from suanli.ingest.records import Span
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
+from suanli.timefmt import to_rfc3339
 from tests.analysis.ledger.test_ledger_frames import Row, make_frame, split_rows
 from tests.conftest import shared_path
 
@@ -281,6 +282,9 @@ def test_ledger_figures_worked_by_hand() -> None:
     led = _pure_ledger(rows, peak * 10 / 3, inputs)
     assert led.mfu == pytest.approx(1 / 3)
     assert [v for _, v in led.mfu_timeline(points=1)] == [0.3333]
+    # one bin is labelled by its first step's start, T0; three bins by each step's
+    assert [t for t, _ in led.mfu_timeline(points=1)] == [to_rfc3339(T0)]
+    assert [t for t, _ in led.mfu_timeline(points=3)] == [to_rfc3339(T0 + 10.0 * k) for k in range(3)]
     # cost = 2 GPUs x 30 s / 3600 x $2 = $1/30; every second is a productive step (goodput 1), so
     # a useful GPU-hour costs the price, $2; 7.2 MJ = 2 kWh; 30 of 120 s under the threshold: 0.25.
     assert led.cost == pytest.approx(1 / 30)
@@ -295,6 +299,13 @@ def test_ledger_figures_worked_by_hand() -> None:
     assert led.waste_rate == 0.25
     # 3 steps x 2 ranks x peak x 10 / 3 = 1.978e16 FLOPs = 19.78 PFLOP: 7.2e6 / 19.78 J per PFLOP
     assert out["energy_j_per_effective_pflop"] == pytest.approx(7.2e6 / 19.78, rel=1e-6)
+    # half a PFLOP: 14.4e6 J per PFLOP; none: no figure (not energy / 0)
+    half = np.array([5e14, np.nan, np.nan])
+    assert dataclasses.replace(led, step_flops=half).to_json()["energy_j_per_effective_pflop"] == 14.4e6
+    assert dataclasses.replace(led, step_flops=half * np.nan).to_json()["energy_j_per_effective_pflop"] is None
+    # the inputs are a value: they cannot change under the ledger
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        inputs.n_gpus = 3  # type: ignore[misc]
     # no productive time: no useful GPU-hour to price (not cost / 0)
     assert dataclasses.replace(led, goodput=0.0).cost_per_useful_gpu_h() is None
     # forecast: 3 steps x 1000 tokens done of 1e6; the Monte Carlo quantiles are ordered and,
@@ -354,3 +365,12 @@ def test_an_interruption_before_the_forecast_window_takes_no_time_from_it() -> N
         # each), 1 interruption of 100 s, 2 GPUs x 1000 s = 0.5556 GPU-hours observed, $2/GPU-h
         assert led.forecast == forecast_finish(T0 + 1000.0, 910_000.0, 100.0, 0.0, 1, 2 * 1000.0 / 3600.0, 2, 100.0,
                                                2.0, EconomicsConfig())
+
+
+def test_selective_recompute_ratio_from_the_shape() -> None:
+    # PaLM with N = 1e9, L = 2, hidden = 100, T = 10 (L x hidden x T = 2000): model FLOPs per token
+    # 6N + 12 x 2000 = 6e9 + 24e3, selective recompute hardware 6N + 16 x 2000 = 6e9 + 32e3.
+    inv = parse_inventory(INVENTORY.replace("model: {params: 1.0e9}",
+                                            "model: {params: 1.0e9, layers: 2, hidden: 100, seq_len: 10}\n"
+                                            "    recompute: selective"))
+    assert hfu_ratio(inv.jobs["job-a"], "palm") == pytest.approx((6e9 + 32e3) / (6e9 + 24e3), rel=1e-12)
