@@ -145,6 +145,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
         "equivalent: `Job.world_size` is the product of the parallelism dimensions, dp among them, so "
         "the division is exact and `/` gives the same number as `//`",
+    ("correlate", "NumberReplacer", "min_seed_confidence: float = 0.0"):
+        "equivalent for `-1.0` (`1.0` is killed): confidences lie in [0, 1], so a floor of 0 or -1 lets "
+        "every finding seed",
     ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
         "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
         "<= 0 is no floor",

@@ -180,6 +180,11 @@ def test_the_default_window_is_900_s_either_side_inclusive(inv: Inventory) -> No
     for t, n in ((T0 + 1200, 1), (T0 + 1201, 2)):
         incidents, _ = correlate(finding_signals([lost, _finding("collective_hang", "job", JOB, t, 0.8)]), inv)
         assert len(incidents) == n, t - T0
+    # the other way round: the hang from T0 to T0 + 300, the GPU lost (folded first) 900 s later
+    hang = _finding("collective_hang", "job", JOB, T0, 0.8, end=T0 + 300)
+    for t, n in ((T0 + 1200, 1), (T0 + 1201, 2)):
+        incidents, _ = correlate(finding_signals([hang, _finding("gpu_lost", "gpu", gpu, t, 0.9)]), inv)
+        assert len(incidents) == n, t - T0
 
 
 def test_a_symptom_finding_folds_into_the_first_fault_that_explains_it(inv: Inventory) -> None:
@@ -219,6 +224,7 @@ def test_detected_at_reads_the_root_finding_and_direct_alerts_at_the_root_or_of_
     # The port's finding starts at T0 and was detected at T0 + 200; a direct switch_port_errors alert
     # at its NIC fired at T0 + 150: detected at T0 + 150. Earlier but not counted: the folded hang
     # finding (detected T0 + 100, not at the root) and an indirect alert at the port (T0 + 120).
+    # Then a direct alert of another category at the port itself, fired at T0 + 130, counts.
     nic = "node-008/mlx5_3"
     port = Finding("switch_port_errors", "switch_port", PORT, T0, None, 0.9, ("crc",), "test", detected_at=T0 + 200)
     hang = Finding("collective_hang", "job", JOB, T0 + 60, None, 0.8, ("hang",), "test", detected_at=T0 + 100)
@@ -228,6 +234,9 @@ def test_detected_at_reads_the_root_finding_and_direct_alerts_at_the_root_or_of_
     incidents, left = correlate(sigs, inv)
     assert left == [] and len(incidents) == 1
     assert incidents[0].detected_at == T0 + 150
+    at_root = Signal("rule", "PortDown", "switch_port", PORT, T0 + 125, None, T0 + 130, "nic_down", 0.6, ())
+    incidents, _ = correlate([*sigs, at_root], inv)
+    assert len(incidents) == 1 and incidents[0].detected_at == T0 + 130
 
 
 def test_the_config_is_immutable() -> None:
