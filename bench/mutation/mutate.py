@@ -141,6 +141,12 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "per_step = float(np.nanmedian(tokens)) if np.isfinite(tokens).any() else 0.0"):
         "equivalent: with no finite token count the window's rate is 0 and `forecast_finish` returns "
         "None whatever `done` is",
+    ("ledger_job", "NumberReplacer",
+     "return {k: sum(shares.get(c, 0.0) for c in cats) for k, cats in SPEC_SPLIT.items()}"):
+        "equivalent: `split.shares()` has every category (the split's `gpu_s` always does), so the "
+        "default is never used",
+    ("ledger_job", "NumberReplacer", "downtime = fail_s / max(split.n_ranks, 1) / n_int if n_int else None"):
+        "equivalent for `max(n_ranks, 0)` (`2` is killed): a forecast needs steps, so n_ranks >= 1",
     ("ledger_job", "ReplaceBinaryOperator_FloorDiv_Div",
      'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
         "equivalent: `Job.world_size` is the product of the parallelism dimensions, dp among them, so "

@@ -303,9 +303,12 @@ def test_ledger_figures_worked_by_hand() -> None:
     half = np.array([5e14, np.nan, np.nan])
     assert dataclasses.replace(led, step_flops=half).to_json()["energy_j_per_effective_pflop"] == 14.4e6
     assert dataclasses.replace(led, step_flops=half * np.nan).to_json()["energy_j_per_effective_pflop"] is None
-    # the inputs are a value: they cannot change under the ledger
+    assert dataclasses.replace(led, step_flops=half).cost_per_effective_pflop() == pytest.approx((1 / 30) / 0.5)
+    # the inputs and the ledger are values: they cannot change
     with pytest.raises(dataclasses.FrozenInstanceError):
         inputs.n_gpus = 3  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        led.mfu = 0.0  # type: ignore[misc]
     # no productive time: no useful GPU-hour to price (not cost / 0)
     assert dataclasses.replace(led, goodput=0.0).cost_per_useful_gpu_h() is None
     # forecast: 3 steps x 1000 tokens done of 1e6; the Monte Carlo quantiles are ordered and,
@@ -374,3 +377,31 @@ def test_selective_recompute_ratio_from_the_shape() -> None:
                                             "model: {params: 1.0e9, layers: 2, hidden: 100, seq_len: 10}\n"
                                             "    recompute: selective"))
     assert hfu_ratio(inv.jobs["job-a"], "palm") == pytest.approx((6e9 + 32e3) / (6e9 + 24e3), rel=1e-12)
+
+
+def test_sub_second_steps_still_have_an_mfu() -> None:
+    # One 0.25 s step on 2 ranks (0.5 GPU-seconds), each declaring peak x 0.125 FLOPs:
+    # MFU = 2 x peak x 0.125 / (peak x 0.5) = 0.5, and over the 0.25 s wall the same.
+    peak = 989e12
+    led = _pure_ledger([(r, 0, "train_step", 0.0, 0.25) for r in (0, 1)], peak * 0.125, JobInputs(2, peak, 2.0))
+    assert led.mfu == pytest.approx(0.5) and led.effective_mfu == pytest.approx(0.5)
+    # without a price: no cost and no forecast (its cost needs one)
+    no_price = _pure_ledger([(r, 0, "train_step", 0.0, 0.25) for r in (0, 1)], peak * 0.125, JobInputs(2, peak, None))
+    assert no_price.cost is None and no_price.forecast is None
+
+
+def test_downtime_per_interruption_counts_lost_progress() -> None:
+    # One rank: steps 0..4 over 0..50 s; a restart (init 50..100) and a rollback to step 3 (steps
+    # 3..9 over 100..170); a second restart (init 170..220) and steps 10..69 over 220..820.
+    # Failure downtime: the two 50 s gaps = 100 s; lost progress: the first runs of steps 3, 4
+    # (30..50) = 20 s; per interruption: (100 + 20) / 1 rank / 2 = 60 s.
+    peak = 989e12
+    rows: list[Row] = [(0, k, "train_step", 10.0 * k, 10.0 * k + 10) for k in range(5)]
+    rows += [(0, -1, "init", 50.0, 100.0), (0, -1, "init", 170.0, 220.0)]
+    rows += [(0, k, "train_step", 70.0 + 10.0 * k, 80.0 + 10.0 * k) for k in range(3, 10)]
+    rows += [(0, k, "train_step", 120.0 + 10.0 * k, 130.0 + 10.0 * k) for k in range(10, 70)]
+    led = _pure_ledger(rows, peak, JobInputs(1, peak, 2.0))
+    assert led.split.interruptions == [(T0 + 50.0, T0 + 100.0), (T0 + 170.0, T0 + 220.0)]
+    assert led.split.gpu_s["failure_downtime"] == pytest.approx(100.0)
+    assert led.split.gpu_s["failure_lost_progress"] == pytest.approx(20.0)
+    assert led.forecast is not None and led.forecast.downtime_per_interruption_s == pytest.approx(60.0)
