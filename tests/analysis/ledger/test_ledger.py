@@ -388,6 +388,10 @@ def test_sub_second_steps_still_have_an_mfu() -> None:
     # without a price: no cost and no forecast (its cost needs one)
     no_price = _pure_ledger([(r, 0, "train_step", 0.0, 0.25) for r in (0, 1)], peak * 0.125, JobInputs(2, peak, None))
     assert no_price.cost is None and no_price.forecast is None
+    # utilisation never observed (0 s): no waste rate, not 30 / 0
+    unseen = _pure_ledger([(r, 0, "train_step", 0.0, 0.25) for r in (0, 1)], peak * 0.125,
+                          JobInputs(2, peak, 2.0, low_util_s=30.0, util_observed_s=0.0))
+    assert unseen.waste_rate is None
 
 
 def test_downtime_per_interruption_counts_lost_progress() -> None:
