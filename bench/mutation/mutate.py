@@ -154,6 +154,14 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("correlate", "NumberReplacer", "min_seed_confidence: float = 0.0"):
         "equivalent for `-1.0` (`1.0` is killed): confidences lie in [0, 1], so a floor of 0 or -1 lets "
         "every finding seed",
+    ("hw_events", "NumberReplacer", "for j in range(1, ok.size):"):
+        "equivalent: at j = 0 the first valid sample's increment is 0 by construction, so `k <= 0` "
+        "skips it before `ok[j - 1]` is read",
+    ("hw_events", "NumberReplacer", "rise = np.where((v[ok] > 0) & (prev <= 0), 1.0, 0.0)"):
+        "equivalent for `-1.0` (`1.0` is killed): only rises `r > 0` become events, so 0 and -1 both drop",
+    ("hw_events", "ReplaceTrueWithFalse",
+     "return [_dcgm_xid(float(ts[i]), gpu_id, code, float(r)) for i, r in zip(ok, rise, strict=True) if r > 0]"):
+        "equivalent: `rise` is built from `v[ok]`, so both sides have the same length and `strict` never fires",
     ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
         "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
         "<= 0 is no floor",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from suanli.analysis.health import events as hw
+from suanli.ingest.records import Event
 
 
 def test_counter_delta_follows_prometheus_reset_rule() -> None:
@@ -110,3 +111,43 @@ def test_event_times_stop_at_max_events() -> None:
     # uncapped: 4 events, two per interval
     assert hw.event_times_from_counter(np.array([0.0, 10.0, 20.0]), np.array([0.0, 2.0, 4.0])).tolist() == [
         2.5, 7.5, 12.5, 17.5]
+
+
+def test_counter_edges_one_unit_and_a_drop_of_one() -> None:
+    # 5 -> 5 -> 6: an increase of 1 at 30 s is the onset; 5 -> 4, a drop of 1, is a reset (the
+    # counter restarted and counted 4), not an increase of -1.
+    assert hw.counter_delta(np.array([0.0, 15, 30]), np.array([5.0, 5, 6])).onset_s == 30.0
+    cd = hw.counter_delta(np.array([0.0, 15]), np.array([5.0, 4]))
+    assert (cd.total, cd.resets) == (4.0, 1)
+
+
+def test_no_increase_no_event_times() -> None:
+    assert hw.event_times_from_counter(np.array([0.0, 10.0]), np.array([3.0, 3.0])).tolist() == []
+
+
+def test_sustained_onset_edge_cases() -> None:
+    # nothing flagged: (None, 0 s); one flagged sample and no interval to read: 0 s flagged
+    assert hw.sustained_onset(np.array([0.0, 15.0]), np.array([False, False]), 60.0, 30.0) == (None, 0.0)
+    assert hw.sustained_onset(np.array([0.0]), np.array([True]), 60.0, 30.0) == (None, 0.0)
+    # two runs that both last 60 s (45 s + one 15 s step), far apart: the onset is the first's
+    ts = np.arange(20, dtype=float) * 15
+    flag = np.zeros(20, dtype=bool)
+    flag[[2, 3, 4, 5, 14, 15, 16, 17]] = True
+    onset, total = hw.sustained_onset(ts, flag, 60.0, 20.0)
+    assert onset == 30.0 and total == 120.0
+
+
+def test_only_xids_get_an_xid_meaning() -> None:
+    # An SXid's code is an NVSwitch code, not an Xid: no Xid meaning for SXid 12028.
+    ev = Event(100.0, "h", "gpu", "h/gpu0", "sxid", "SXid (PCI:0000:05:00.0): 12028, ...", code=12028)
+    assert hw.hw_event(ev, "h/gpu0").meaning == ""
+
+
+def test_dcgm_last_code_and_active_series_edges() -> None:
+    ts = np.array([0.0, 15.0, 30.0, 45.0, 60.0])
+    # the last-code series moving 0 -> 1: one Xid 1
+    got = hw.dcgm_xid_events(hw.XID_ERRORS, lambda _: None, "g", ts[:2], np.array([0.0, 1.0]))
+    assert [(e.ts, e.code) for e in got] == [(15.0, 1)]
+    # active 0, 1, 1, 0, 1: rises at 15 s and 60 s only
+    got = hw.dcgm_xid_events(hw.XID_ACTIVE, {"xid": "79"}.get, "g", ts, np.array([0.0, 1.0, 1.0, 0.0, 1.0]))
+    assert [(e.ts, e.count) for e in got] == [(15.0, 1.0), (60.0, 1.0)]
