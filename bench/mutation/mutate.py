@@ -154,6 +154,12 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("correlate", "NumberReplacer", "min_seed_confidence: float = 0.0"):
         "equivalent for `-1.0` (`1.0` is killed): confidences lie in [0, 1], so a floor of 0 or -1 lets "
         "every finding seed",
+    ("hw_events", "ReplaceComparisonOperator_GtE_Gt", "if n >= max_events:"):
+        "equivalent: once n = max_events every later `k = min(k, max_events - n)` is 0 and adds an empty "
+        "array, so going on gives the same times",
+    ("hw_events", "ReplaceBreakWithContinue", "break"):
+        "equivalent: once n = max_events every later `k = min(k, max_events - n)` is 0 and adds an empty "
+        "array, so going on gives the same times",
     ("hw_events", "NumberReplacer", "for j in range(1, ok.size):"):
         "equivalent: at j = 0 the first valid sample's increment is 0 by construction, so `k <= 0` "
         "skips it before `ok[j - 1]` is read",

@@ -108,6 +108,8 @@ def test_event_times_stop_at_max_events() -> None:
     # only 1 of the next 2, at the middle of the whole second interval: 15.
     t = hw.event_times_from_counter(np.array([0.0, 10.0, 20.0]), np.array([0.0, 2.0, 4.0]), max_events=3)
     assert t.tolist() == [2.5, 7.5, 15.0]
+    # the default cap is 10,000 events: a jump of 20,000 gives 10,000
+    assert len(hw.event_times_from_counter(np.array([0.0, 10.0]), np.array([0.0, 20_000.0]))) == 10_000
     # uncapped: 4 events, two per interval
     assert hw.event_times_from_counter(np.array([0.0, 10.0, 20.0]), np.array([0.0, 2.0, 4.0])).tolist() == [
         2.5, 7.5, 12.5, 17.5]
