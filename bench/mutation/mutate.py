@@ -205,11 +205,26 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 
 
-def _explain(name: str, op: str, line: str) -> str:
+UNSIGNED = ("equivalent: the parsed text is digits (the regex's `\\d+`, `[\\d.]+` or `isdecimal`), never "
+            "negative, so a lower bound of -1 accepts the same values as 0")
+
+
+def _explain(name: str, op: str, line: str, mutant: str = "") -> str:
+    """Why a survivor is no failure of the tests: the annotation and unsigned-bound rules, else
+    ``EXPLAINED``; ``mutant`` is the mutated line (from the session's diff)."""
     if op == "ReplaceBinaryOperator_BitOr_BitAnd" and (line.startswith("def ") or re.match(r"^\w+: [^=]*\|", line)
                                                         or re.search(r"\) -> .*\|", line)):
         return ANNOTATION
+    if (name == "log_classify" and op == "NumberReplacer"
+            and re.search(r"bounded_(int|float)\([^()]*(\([^()]*\)[^()]*)*,\s*-\s*1\s*[,)]", mutant)):
+        return UNSIGNED
     return EXPLAINED.get((name, op, line), "")
+
+
+def _mutant(diff: str | None) -> str:
+    """The mutated line of a session's diff."""
+    plus = [ln[1:].strip() for ln in (diff or "").splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return plus[0] if plus else ""
 
 
 def _scratch() -> Path:
@@ -331,7 +346,7 @@ def score(name: str) -> Score | None:
             line = _line(ROOT / MODULES[name].path, mut["start_pos"])
             op = mut["operator_name"].removeprefix("core/")
             survivors.append({"line": str(mut["start_pos"][0]), "operator": op, "source": line,
-                              "why": _explain(name, op, line)})
+                              "why": _explain(name, op, line, _mutant(result.get("diff")))})
     return Score(name, total, killed, timeouts, pending, survivors)
 
 
@@ -374,10 +389,12 @@ def _forget_survivors(name: str) -> None:
         return
     path = ROOT / MODULES[name].path
     with sqlite3.connect(session) as db:
-        rows = db.execute("SELECT r.job_id, m.operator_name, m.start_pos_row, m.start_pos_col FROM work_results r "
-                          "JOIN mutation_specs m ON m.job_id = r.job_id WHERE r.test_outcome = 'SURVIVED'").fetchall()
-        again = [(job,) for job, op, row, col in rows
-                 if not _explain(name, op.removeprefix("core/"), _line(path, [row, col])).startswith("equivalent")]
+        rows = db.execute("SELECT r.job_id, m.operator_name, m.start_pos_row, m.start_pos_col, r.diff "
+                          "FROM work_results r JOIN mutation_specs m ON m.job_id = r.job_id "
+                          "WHERE r.test_outcome = 'SURVIVED'").fetchall()
+        again = [(job,) for job, op, row, col, diff in rows
+                 if not _explain(name, op.removeprefix("core/"), _line(path, [row, col]),
+                                 _mutant(diff)).startswith("equivalent")]
         db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
 
 
