@@ -160,6 +160,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("hw_events", "ReplaceBreakWithContinue", "break"):
         "equivalent: once n = max_events every later `k = min(k, max_events - n)` is 0 and adds an empty "
         "array, so going on gives the same times",
+    ("hw_events", "ReplaceComparisonOperator_Lt_LtE", "if not np.isfinite(mask) or mask < 0:"):
+        "equivalent: a mask of 0 has no bit set, so returning [] early or after the loop is the same",
+    ("hw_events", "NumberReplacer", "if not np.isfinite(mask) or mask < 0:"):
+        "equivalent: masks in [0, 1) have no bit set (`int(mask)` is 0), so returning [] early or "
+        "after the loop is the same",
     ("hw_events", "NumberReplacer", "for j in range(1, ok.size):"):
         "equivalent: at j = 0 the first valid sample's increment is 0 by construction, so `k <= 0` "
         "skips it before `ok[j - 1]` is read",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 
 from suanli.analysis.health import events as hw
 from suanli.ingest.records import Event
@@ -29,6 +32,8 @@ def test_dcgm_blank_sentinels_are_no_data() -> None:
     out = hw.clean(v)
     assert np.isnan(out[1:6]).all()
     assert out[0] == 55.0 and out[6] == 56.0
+    # the int32 blanks start at 0x7FFFFFF0 = 2147483632: one below is a reading
+    assert hw.clean(np.array([2147483631.0]))[0] == 2147483631.0
     # an NVLink bandwidth of 45 GB/s is above 2^31 but is a reading, not a sentinel
     assert hw.clean(np.array([4.5e10]))[0] == 4.5e10
 
@@ -153,3 +158,27 @@ def test_dcgm_last_code_and_active_series_edges() -> None:
     # active 0, 1, 1, 0, 1: rises at 15 s and 60 s only
     got = hw.dcgm_xid_events(hw.XID_ACTIVE, {"xid": "79"}.get, "g", ts, np.array([0.0, 1.0, 1.0, 0.0, 1.0]))
     assert [(e.ts, e.count) for e in got] == [(15.0, 1.0), (60.0, 1.0)]
+
+
+def test_single_events_and_quiet_intervals_between() -> None:
+    # 0 -> 1 over 0..10 s: one event at the middle, 5; 0 -> 0 -> 2: nothing in the first interval,
+    # two in the second (12.5, 17.5)
+    assert hw.event_times_from_counter(np.array([0.0, 10.0]), np.array([0.0, 1.0])).tolist() == [5.0]
+    assert hw.event_times_from_counter(np.array([0.0, 10.0, 20.0]), np.array([0.0, 0.0, 2.0])).tolist() == [12.5, 17.5]
+
+
+def test_a_counter_delta_is_an_immutable_value() -> None:
+    cd = hw.counter_delta(np.array([0.0, 15.0]), np.array([1.0, 2.0]))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cd.total = 0.0  # type: ignore[misc]
+
+
+def test_an_aers_meaning_and_a_records_source() -> None:
+    # No error bits (an empty list): the meaning is the bus error type; with bits, the bits.
+    # A record without its file:line is from a log.
+    bare = Event(1.0, "h", "gpu", "h/gpu0", "aer", "AER ...", severity="fatal",
+                 attrs={"errors": [], "error_type": "Transaction Layer"})
+    bits = Event(1.0, "h", "gpu", "h/gpu0", "aer", "AER ...", severity="fatal", source="kern.log:7",
+                 attrs={"errors": ["SDES", "CmpltTO"], "error_type": "Transaction Layer"})
+    got = [hw.hw_event(e, "h/gpu0") for e in (bare, bits)]
+    assert [(h.meaning, h.source) for h in got] == [("Transaction Layer", "log"), ("SDES, CmpltTO", "kern.log:7")]
