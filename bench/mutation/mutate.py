@@ -165,6 +165,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("hw_events", "NumberReplacer", "if not np.isfinite(mask) or mask < 0:"):
         "equivalent: masks in [0, 1) have no bit set (`int(mask)` is 0), so returning [] early or "
         "after the loop is the same",
+    ("hw_events", "NumberReplacer", "if not text.strip().isdecimal() or ok.size == 0:"):
+        "equivalent for `== -1` (`== 1` is killed): with no valid sample the general path broadcasts "
+        "to empty arrays and returns [] as well",
     ("hw_events", "NumberReplacer", "for j in range(1, ok.size):"):
         "equivalent: at j = 0 the first valid sample's increment is 0 by construction, so `k <= 0` "
         "skips it before `ok[j - 1]` is read",

@@ -32,8 +32,10 @@ def test_dcgm_blank_sentinels_are_no_data() -> None:
     out = hw.clean(v)
     assert np.isnan(out[1:6]).all()
     assert out[0] == 55.0 and out[6] == 56.0
-    # the int32 blanks start at 0x7FFFFFF0 = 2147483632: one below is a reading
-    assert hw.clean(np.array([2147483631.0]))[0] == 2147483631.0
+    # the int32 blanks are 0x7FFFFFF0..0x7FFFFFFF (2147483632..2147483647): one either side is a
+    # reading; the 64-bit ones start at DCGM_FP64_BLANK = 2^47 = 140737488355328: one below reads
+    edges = np.array([2147483631.0, 2147483648.0, 140737488355327.0])
+    assert hw.clean(edges).tolist() == edges.tolist()
     # an NVLink bandwidth of 45 GB/s is above 2^31 but is a reading, not a sentinel
     assert hw.clean(np.array([4.5e10]))[0] == 4.5e10
 
@@ -180,5 +182,30 @@ def test_an_aers_meaning_and_a_records_source() -> None:
                  attrs={"errors": [], "error_type": "Transaction Layer"})
     bits = Event(1.0, "h", "gpu", "h/gpu0", "aer", "AER ...", severity="fatal", source="kern.log:7",
                  attrs={"errors": ["SDES", "CmpltTO"], "error_type": "Transaction Layer"})
-    got = [hw.hw_event(e, "h/gpu0") for e in (bare, bits)]
-    assert [(h.meaning, h.source) for h in got] == [("Transaction Layer", "log"), ("SDES, CmpltTO", "kern.log:7")]
+    nothing = Event(1.0, "h", "gpu", "h/gpu0", "aer", "AER ...")
+    got = [hw.hw_event(e, "h/gpu0") for e in (bare, bits, nothing)]
+    assert [(h.meaning, h.source) for h in got] == [("Transaction Layer", "log"), ("SDES, CmpltTO", "kern.log:7"),
+                                                    ("", "log")]
+    # an event is one event unless a count says more, and a value
+    ev = hw.HwEvent(1.0, "h/gpu0", "dbe")
+    assert ev.count == 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ev.count = 2.0  # type: ignore[misc]
+
+
+def test_a_lone_flagged_sample_is_one_scrape_interval() -> None:
+    # 0, 15, 30 s with only 15 flagged: 15 s flagged (one interval); it lasts 15 s, so it is the
+    # onset of a 15 s condition and not of a 60 s one.
+    ts, flag = np.array([0.0, 15.0, 30.0]), np.array([False, True, False])
+    assert hw.sustained_onset(ts, flag, 60.0, 30.0) == (None, 15.0)
+    assert hw.sustained_onset(ts, flag, 15.0, 30.0) == (15.0, 15.0)
+
+
+def test_dcgm_windowed_series_need_a_decimal_code_label() -> None:
+    ts, v = np.array([0.0, 15.0]), np.array([0.0, 2.0])
+    assert hw.dcgm_xid_events(hw.XID_COUNT, {"err_code": "n/a"}.get, "g", ts, v) == []
+    assert hw.dcgm_xid_events(hw.XID_COUNT, {}.get, "g", ts, v) == []
+    assert [e.count for e in hw.dcgm_xid_events(hw.XID_COUNT, {"err_code": "79"}.get, "g", ts, v)] == [2.0]
+    # the windowed series count from their first sample: one sample of 3 is 3 Xids
+    one = hw.dcgm_xid_events(hw.XID_COUNT, {"err_code": "79"}.get, "g", ts[:1], np.array([3.0]))
+    assert [(e.ts, e.count) for e in one] == [(0.0, 3.0)]
