@@ -168,6 +168,12 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("hw_events", "NumberReplacer", "if not text.strip().isdecimal() or ok.size == 0:"):
         "equivalent for `== -1` (`== 1` is killed): with no valid sample the general path broadcasts "
         "to empty arrays and returns [] as well",
+    ("hw_events", "ReplaceComparisonOperator_LtE_Lt", "if k <= 0:"):
+        "equivalent: increments are never negative (a reset counts the new value), and k = 0 adds "
+        "`np.arange(0)`, an empty array, with n unchanged",
+    ("hw_events", "NumberReplacer", "if k <= 0:"):
+        "equivalent for `<= -1` (`<= 1` is killed): increments are never negative, and k = 0 adds an "
+        "empty array with n unchanged",
     ("hw_events", "NumberReplacer", "for j in range(1, ok.size):"):
         "equivalent: at j = 0 the first valid sample's increment is 0 by construction, so `k <= 0` "
         "skips it before `ok[j - 1]` is read",

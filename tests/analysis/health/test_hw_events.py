@@ -199,6 +199,8 @@ def test_a_lone_flagged_sample_is_one_scrape_interval() -> None:
     ts, flag = np.array([0.0, 15.0, 30.0]), np.array([False, True, False])
     assert hw.sustained_onset(ts, flag, 60.0, 30.0) == (None, 15.0)
     assert hw.sustained_onset(ts, flag, 15.0, 30.0) == (15.0, 15.0)
+    # two samples, both flagged: 15 s between them + the 15 s scrape interval = 30 s
+    assert hw.sustained_onset(ts[:2], np.array([True, True]), 30.0, 30.0) == (0.0, 30.0)
 
 
 def test_dcgm_windowed_series_need_a_decimal_code_label() -> None:
