@@ -433,3 +433,50 @@ def test_xid_and_aer_carry_their_gpu_whatever_the_domain_or_where_the_text_names
         ("aer", "node", "node-001", None),                 # names no GPU's address: stays on the node
     ]
     assert events[0].attrs["pci_bus_id"] == "0001:18:00.0"
+
+
+def test_every_size_unit() -> None:
+    # SI prefixes are powers of 10, binary ones powers of 2 (IEC 80000-13)
+    from suanli.ingest.log_classify import parse_bytes
+
+    want = {"B": 1, "bytes": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
+            "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+    assert {u: parse_bytes("1", u) for u in want} == want
+    assert parse_bytes("1.5", "KiB") == 1536
+
+
+def test_an_aer_report_in_kernel_order_keeps_every_detail_line() -> None:
+    # The bus error line, then the device's status/mask, then the error bits: each adds its part.
+    text = ("pcieport 0000:00:03.0: AER: Uncorrected (Fatal) error received: 0000:00:03.0\n"
+            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, "
+            "(Receiver ID)\n"
+            "pcieport 0000:00:03.0:   device [8086:2f08] error status/mask=00004020/00000000\n"
+            "pcieport 0000:00:03.0:    [ 5] SDES                   (First)\n"
+            "pcieport 0000:00:03.0:    [14] CmpltTO")
+    c = classify(text)
+    assert (c.kind, c.severity, c.pci) == ("aer", "fatal", "0000:00:03.0")
+    assert {k: c.attrs[k] for k in ("error_type", "agent", "vendor_device", "status", "mask", "errors",
+                                    "first_error")} == {
+        "error_type": "Transaction Layer", "agent": "Receiver ID", "vendor_device": "8086:2f08",
+        "status": "00004020", "mask": "00000000", "errors": ["SDES", "CmpltTO"], "first_error": "SDES"}
+
+
+def test_zeros_are_values() -> None:
+    # Counters and indices that may be 0 are read as 0, not rejected.
+    nccl = classify("[rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Exception (either an error or timeout) "
+                    "detected by watchdog at work: 1, last enqueued NCCL work: 0, last completed NCCL work: 0.")
+    assert (nccl.attrs["seq_num"], nccl.attrs["last_enqueued"], nccl.attrs["last_completed"]) == (1, 0, 0)
+    ib = classify("h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with "
+                  "error 0, opcode 0, len 0, vendor err 0")
+    assert (ib.attrs["ib_status"], ib.attrs["ib_vendor_err"]) == (0, 0)
+    ck = classify("successfully loaded checkpoint from /ckpt at iteration 0")
+    assert (ck.kind, ck.attrs["iteration"]) == ("checkpoint", 0)
+    it = classify(" iteration        0/       0 | consumed samples: 0 |")
+    assert (it.kind, it.attrs["iteration"], it.attrs["train_iters"]) == ("iteration", 0, 0)
+
+
+def test_a_nic_link_line_names_its_netdev_when_it_has_one() -> None:
+    with_dev = classify("mlx5_core 0000:3b:00.0 ens1f0: Link down")
+    bare = classify("mlx5_core 0000:3b:00.0: Link down")
+    assert (with_dev.kind, with_dev.attrs.get("netdev"), with_dev.attrs["state"]) == ("nic_link", "ens1f0", "down")
+    assert bare.kind == "nic_link" and "netdev" not in bare.attrs
