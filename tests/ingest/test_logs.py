@@ -469,6 +469,11 @@ def test_zeros_are_values() -> None:
     ib = classify("h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with "
                   "error 0, opcode 0, len 0, vendor err 0")
     assert (ib.attrs["ib_status"], ib.attrs["ib_vendor_err"]) == (0, 0)
+    old = classify("[Rank 0] Watchdog timed out. Timeout at NCCL work: 1, last enqueued NCCL work: 0, "
+                   "last completed NCCL work: 0.")
+    assert (old.kind, old.attrs["last_enqueued"], old.attrs["last_completed"]) == ("nccl_timeout", 0, 0)
+    sup = classify("pcieport 0000:00:03.0: AER: 0 Correctable errors suppressed")
+    assert (sup.kind, sup.attrs["suppressed"]) == ("aer", 0)
     ck = classify("successfully loaded checkpoint from /ckpt at iteration 0")
     assert (ck.kind, ck.attrs["iteration"]) == ("checkpoint", 0)
     it = classify(" iteration        0/       0 | consumed samples: 0 |")
@@ -480,3 +485,20 @@ def test_a_nic_link_line_names_its_netdev_when_it_has_one() -> None:
     bare = classify("mlx5_core 0000:3b:00.0: Link down")
     assert (with_dev.kind, with_dev.attrs.get("netdev"), with_dev.attrs["state"]) == ("nic_link", "ens1f0", "down")
     assert bare.kind == "nic_link" and "netdev" not in bare.attrs
+    # a link going down is fatal for what runs over it; coming up is information
+    assert (with_dev.severity, classify("mlx5_core 0000:3b:00.0 ens1f0: Link up").severity) == ("fatal", "info")
+
+
+def test_a_bus_error_line_alone_gives_the_severity() -> None:
+    # No "AER: ... error received" head: the bus error line's severity decides. "Non-Fatal)" also
+    # ends in "Fatal)", but it is uncorrected, not fatal.
+    def bus(sev: str) -> str:
+        return f"pcieport 0000:00:03.0: PCIe Bus Error: severity={sev}, type=Transaction Layer, (Requester ID)"
+
+    got = [classify(bus(s)).severity for s in ("Uncorrected (Non-Fatal)", "Uncorrected (Fatal)", "Corrected")]
+    assert got == ["uncorrected", "fatal", "corrected"]
+    # a detail line merged on its own says that it added something
+    from suanli.ingest.log_classify import Classified, add_aer_detail
+
+    assert add_aer_detail(Classified("aer"), bus("Corrected")) is True
+    assert add_aer_detail(Classified("aer"), "pcieport 0000:00:03.0: something else") is False
