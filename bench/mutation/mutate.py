@@ -182,6 +182,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("hw_events", "ReplaceTrueWithFalse",
      "return [_dcgm_xid(float(ts[i]), gpu_id, code, float(r)) for i, r in zip(ok, rise, strict=True) if r > 0]"):
         "equivalent: `rise` is built from `v[ok]`, so both sides have the same length and `strict` never fires",
+    ("log_classify", "NumberReplacer",
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0)'):
+        "equivalent: `1e21 +- 1` is the float 1e21, and `_UNITS.get`'s default is never used (the "
+        "regex only lets units of `_UNITS` through); lower bounds of -1 on digit text are the unsigned rule",
     ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
         "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
         "<= 0 is no floor",

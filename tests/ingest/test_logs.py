@@ -502,3 +502,33 @@ def test_a_bus_error_line_alone_gives_the_severity() -> None:
 
     assert add_aer_detail(Classified("aer"), bus("Corrected")) is True
     assert add_aer_detail(Classified("aer"), "pcieport 0000:00:03.0: something else") is False
+
+
+def test_each_aer_detail_line_kind_counts_as_detail() -> None:
+    from suanli.ingest.log_classify import Classified, add_aer_detail
+
+    for line in ("pcieport 0000:00:03.0:   device [8086:2f08] error status/mask=00004020/00000000",
+                 "pcieport 0000:00:03.0:    [ 5] SDES                   (First)"):
+        out = Classified("aer")
+        assert add_aer_detail(out, line) is True, line
+    assert out.attrs == {"errors": ["SDES"], "first_error": "SDES"}
+
+
+def test_sxid_severity_and_a_record_of_only_detail_lines() -> None:
+    head = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, "
+    fatal = classify(head + "Fatal, Link 31 ingress error")
+    warn = classify(head + "Non-fatal, Link 31 egress non-posted PRIV error")
+    assert (fatal.severity, warn.severity) == ("fatal", "warning")
+    # only the Severity and Data lines of a report: the text is the first of them
+    only = classify(head + "Severity 1 Engine instance 3 Sub-engine instance 00\n" + head + "Data {0x1, 0x2}")
+    assert only.attrs["text"] == "Severity 1 Engine instance 3 Sub-engine instance 00"
+    assert (only.attrs["engine_instance"], only.attrs["link"], only.attrs["data"]) == (3, 3, "0x1, 0x2")
+
+
+def test_optional_parts_are_absent_when_the_line_lacks_them() -> None:
+    # the older NCCL timeout without the enqueued/completed part; a checkpoint with and without its path
+    assert classify("[Rank 3] Watchdog timed out. Timeout at NCCL work: 5.").attrs == {"seq_num": 5}
+    to = classify("saving checkpoint at iteration 100 to /ckpt/iter_100")
+    bare = classify("saving checkpoint at iteration 100")
+    assert (to.attrs["phase"], to.attrs["iteration"], to.attrs.get("path")) == ("start", 100, "/ckpt/iter_100")
+    assert bare.kind == "checkpoint" and "path" not in bare.attrs
