@@ -5,12 +5,14 @@
     .venv/bin/python bench/mutation/mutate.py --report        # rewrite the results from the sessions
 
 Each module is mutated in a scratch copy of the repository's sources, tests and docs
-(``$TMPDIR/suanli-mutate/wt``, or ``$SUANLI_MUTATE_DIR/wt``, with ``../shared`` linked beside it), so the work tree is never touched and other work can go on. The
-tests that run per mutant are the module's own (``MODULES``), with ``-x``: the first failure kills
-the mutant. A mutant whose tests time out counts as killed (cosmic-ray's convention). Sessions
-are kept in ``bench/mutation/sessions/<module>.sqlite`` (git-ignored), so an interrupted run goes
-on where it stopped. The scores, the survivors and their explanation (``EXPLAINED``) are written
-to ``bench/results/mutation.md`` and gathered into ``bench/RESULTS.md``.
+(``$TMPDIR/suanli-mutate/wt``, or ``$SUANLI_MUTATE_DIR/wt``, with ``../shared`` linked beside
+it), so the work tree is never touched and other work can go on. The tests that run per mutant
+are the module's own (``MODULES``), with ``-x``: the first failure kills the mutant. A mutant
+whose tests time out counts as killed (cosmic-ray's convention). Sessions are kept in
+``bench/mutation/sessions/<module>.sqlite`` (git-ignored), so an interrupted run goes on where it
+stopped; ``--retest`` runs a session's unexplained survivors again after tests were added. The
+scores, the survivors and their explanation (``EXPLAINED``) are written to
+``bench/results/mutation.md`` and gathered into ``bench/RESULTS.md``.
 
 The operator set is the classic one (arithmetic and comparison swaps, boundaries, negation,
 boolean and/or, True/False, numbers +-1, break/continue, zero-iteration loops), not cosmic-ray's
@@ -90,7 +92,9 @@ KEEP = (
 EXCLUDE = "core/(?!(" + "|".join(KEEP) + ")$).*"
 
 #: Survivors examined and found equivalent (no input tells them apart), or out of reach of a
-#: test for a stated reason: (module, operator, the mutated source line stripped) -> why.
+#: test for a stated reason: (module, operator, the mutated source line stripped) -> why. Where
+#: one line has several mutants of an operator and only some are equivalent, the key's line is
+#: ``"source -> mutant"`` (both stripped), matched before the plain source line.
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
@@ -236,7 +240,7 @@ def _explain(name: str, op: str, line: str, mutant: str = "") -> str:
     if (name == "log_classify" and op == "NumberReplacer"
             and "bounded_" in mutant and re.search(r",\s*-\s*1\s*[,)]", mutant)):   # a lower bound 0 -> -1
         return UNSIGNED
-    return EXPLAINED.get((name, op, line), "")
+    return EXPLAINED.get((name, op, f"{line} -> {mutant}"), EXPLAINED.get((name, op, line), ""))
 
 
 def _mutant(diff: str | None) -> str:
