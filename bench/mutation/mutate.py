@@ -108,9 +108,12 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("profile_intervals", "ReplaceOrWithAnd", "if len(sa) == 0 or len(sb) == 0:"):
         "equivalent: a shortcut; with one side empty the boundary sweep never reaches depth 2, so the "
         "general path gives 0.0 as well",
-    ("profile_intervals", "NumberReplacer", "if len(sa) == 0 or len(sb) == 0:"):
-        "equivalent: `len(..) == -1` never holds, and the general path gives 0.0 for an empty side "
-        "(the `== 1` mutants are killed)",
+    ("profile_intervals", "NumberReplacer",
+     "if len(sa) == 0 or len(sb) == 0: -> if len(sa) == -1 or len(sb) == 0:"):
+        "equivalent: `len(..) == -1` never holds, and the general path gives 0.0 for an empty side",
+    ("profile_intervals", "NumberReplacer",
+     "if len(sa) == 0 or len(sb) == 0: -> if len(sa) == 0 or len(sb) == -1:"):
+        "equivalent: `len(..) == -1` never holds, and the general path gives 0.0 for an empty side",
     ("intervals", "ReplaceUnaryOperator_Delete_USub", "prev_end[0] = -np.inf"):
         "equivalent: row 0 always starts a group (`new_group[0]` is True), so its `prev_end` is never read",
     ("intervals", "NumberReplacer", "span = float(e.max() - lo) + 1.0"):
@@ -134,9 +137,23 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):
         "equivalent: `cusum_alarms` of one row returns one-element arrays, so `[-1]` is `[0]`",
     ("ledger_job", "NumberReplacer",
-     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
-        "equivalent for `max(dp, 0)`: the inventory reader rejects dp < 1 (`minimum=1`), so dp >= 1 "
-        "either way",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 0), 1)'):
+        "equivalent: the inventory reader rejects dp < 1 (`minimum=1`), so `max(dp, 0)` is dp",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 0)'):
+        "equivalent: world_size // dp >= 1 (world_size is a product of dimensions, dp among them)",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 0)), 1), 1)'):
+        "equivalent: the inventory reader gives every job every dimension (1 when not stated), so "
+        "`.get`'s default is never used",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 2)), 1), 1)'):
+        "equivalent: the inventory reader gives every job every dimension (1 when not stated), so "
+        "`.get`'s default is never used",
     ("ledger_job", "NumberReplacer",
      "goodput=sum(shares.get(c, 0.0) for c in PRODUCTIVE), tokens=float(np.nansum(tokens)), cost=cost,"):
         "equivalent: `split.shares()` has every category (the split's `gpu_s` always does), so the "
@@ -149,15 +166,15 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "return {k: sum(shares.get(c, 0.0) for c in cats) for k, cats in SPEC_SPLIT.items()}"):
         "equivalent: `split.shares()` has every category (the split's `gpu_s` always does), so the "
         "default is never used",
-    ("ledger_job", "NumberReplacer", "downtime = fail_s / max(split.n_ranks, 1) / n_int if n_int else None"):
-        "equivalent for `max(n_ranks, 0)` (`2` is killed): a forecast needs steps, so n_ranks >= 1",
+    ("ledger_job", "NumberReplacer", "downtime = fail_s / max(split.n_ranks, 1) / n_int if n_int else None -> "
+     "downtime = fail_s / max(split.n_ranks, 0) / n_int if n_int else None"):
+        "equivalent: a forecast needs steps, so n_ranks >= 1 and `max(n_ranks, 0)` is n_ranks",
     ("ledger_job", "ReplaceBinaryOperator_FloorDiv_Div",
      'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
         "equivalent: `Job.world_size` is the product of the parallelism dimensions, dp among them, so "
         "the division is exact and `/` gives the same number as `//`",
-    ("correlate", "NumberReplacer", "min_seed_confidence: float = 0.0"):
-        "equivalent for `-1.0` (`1.0` is killed): confidences lie in [0, 1], so a floor of 0 or -1 lets "
-        "every finding seed",
+    ("correlate", "NumberReplacer", "min_seed_confidence: float = 0.0 -> min_seed_confidence: float = -1.0"):
+        "equivalent: confidences lie in [0, 1], so a floor of 0 or -1 lets every finding seed",
     ("hw_events", "ReplaceComparisonOperator_GtE_Gt", "if n >= max_events:"):
         "equivalent: once n = max_events every later `k = min(k, max_events - n)` is 0 and adds an empty "
         "array, so going on gives the same times",
@@ -169,32 +186,39 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("hw_events", "NumberReplacer", "if not np.isfinite(mask) or mask < 0:"):
         "equivalent: masks in [0, 1) have no bit set (`int(mask)` is 0), so returning [] early or "
         "after the loop is the same",
-    ("hw_events", "NumberReplacer", "if not text.strip().isdecimal() or ok.size == 0:"):
-        "equivalent for `== -1` (`== 1` is killed): with no valid sample the general path broadcasts "
-        "to empty arrays and returns [] as well",
+    ("hw_events", "NumberReplacer", "if not text.strip().isdecimal() or ok.size == 0: -> "
+     "if not text.strip().isdecimal() or ok.size == -1:"):
+        "equivalent: with no valid sample the general path broadcasts to empty arrays and returns [] as well",
     ("hw_events", "ReplaceComparisonOperator_LtE_Lt", "if k <= 0:"):
         "equivalent: increments are never negative (a reset counts the new value), and k = 0 adds "
         "`np.arange(0)`, an empty array, with n unchanged",
-    ("hw_events", "NumberReplacer", "if k <= 0:"):
-        "equivalent for `<= -1` (`<= 1` is killed): increments are never negative, and k = 0 adds an "
-        "empty array with n unchanged",
+    ("hw_events", "NumberReplacer", "if k <= 0: -> if k <= -1:"):
+        "equivalent: increments are never negative, and k = 0 adds an empty array with n unchanged",
     ("hw_events", "NumberReplacer", "for j in range(1, ok.size):"):
         "equivalent: at j = 0 the first valid sample's increment is 0 by construction, so `k <= 0` "
         "skips it before `ok[j - 1]` is read",
-    ("hw_events", "NumberReplacer", "rise = np.where((v[ok] > 0) & (prev <= 0), 1.0, 0.0)"):
-        "equivalent for `-1.0` (`1.0` is killed): only rises `r > 0` become events, so 0 and -1 both drop",
+    ("hw_events", "NumberReplacer", "rise = np.where((v[ok] > 0) & (prev <= 0), 1.0, 0.0) -> "
+     "rise = np.where((v[ok] > 0) & (prev <= 0), 1.0, -1.0)"):
+        "equivalent: only rises `r > 0` become events, so 0 and -1 both drop",
     ("hw_events", "ReplaceTrueWithFalse",
      "return [_dcgm_xid(float(ts[i]), gpu_id, code, float(r)) for i, r in zip(ok, rise, strict=True) if r > 0]"):
         "equivalent: `rise` is built from `v[ok]`, so both sides have the same length and `strict` never fires",
     ("log_classify", "NumberReplacer",
-     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0)'):
-        "equivalent: `1e21 +- 1` is the float 1e21, and `_UNITS.get`'s default is never used (the "
-        "regex only lets units of `_UNITS` through); lower bounds of -1 on digit text are the unsigned rule",
-    ("changepoint", "NumberReplacer", "min_sigma: float = 0.0"):
-        "equivalent for `-1.0` (`+1.0` is killed): sigma is also at least 1e-300 > 0, so any floor "
-        "<= 0 is no floor",
-    ("changepoint", "NumberReplacer", "if alarm[0] < 0:"):
-        "equivalent for `alarm[-1]` (`< 1`, `< -1` are killed): one row, a one-element array",
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e+21) * _UNITS.get(unit, 1))), "bytes", 0)'):
+        "equivalent: `1e21 +- 1` is the float 1e21 (the same number)",
+    ("log_classify", "NumberReplacer",
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 0))), "bytes", 0)'):
+        "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through",
+    ("log_classify", "NumberReplacer",
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 2))), "bytes", 0)'):
+        "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through",
+    ("changepoint", "NumberReplacer", "min_sigma: float = 0.0 -> min_sigma: float = -1.0"):
+        "equivalent: sigma is also at least 1e-300 > 0, so any floor <= 0 is no floor",
+    ("changepoint", "NumberReplacer", "if alarm[0] < 0: -> if alarm[ -1] < 0:"):
+        "equivalent: one row, a one-element array: `alarm[-1]` is `alarm[0]`",
     ("changepoint", "NumberReplacer", "return -1"):
         "equivalent: `_onset`'s caller only asks `i_found >= 0`, so -2 reads as -1",
     ("changepoint", "ReplaceComparisonOperator_GtE_Gt", "if i_found >= 0:"):
@@ -220,7 +244,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: row 0 always starts a group, so `np.where(first, ...)` never reads `prev[0]` "
         "(with `prev[-1] = 0` it is left unset, and `prev[-1]` is overwritten by `prev[1:] = ...`)",
     ("intervals", "NumberReplacer",
-     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
+     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1]) -> "
+     "neg = prefix_max_before(group[::- 2].max() - group[::-1] if len(group) else group, -values[::-1])"):
         "equivalent: `group[::-2].max()` still holds the first element of the reversed groups, the "
         "largest (rows are sorted by group)",
 }

@@ -166,3 +166,13 @@ def test_tokens_from_spans_are_divided_by_tp_times_pp() -> None:
     assert job.tokens == pytest.approx(6000.0)
     assert job.step_flops.tolist() == pytest.approx([1.2e13] * 3)
     assert job.mfu == pytest.approx(1.2e13 / (4 * 10 * PEAK))
+
+
+@pytest.mark.parametrize(("parallelism", "n_ranks"), [("{tp: 2}", 2), ("{dp: 1}", 1)])
+def test_tokens_from_spans_without_data_parallelism(parallelism: str, n_ranks: int) -> None:
+    # dp 1: one replica. With tp 2 its two ranks each say 1000 tokens: 2000 / (tp x pp = 2) = 1000
+    # per step; alone, one rank's 1000 / 1 = 1000. 3 steps -> 3000 tokens either way.
+    text = _inventory(parallelism, n_ranks)
+    spans = [_span(r, 10.0 * k, 10.0 * k + 10, k, {"train.tokens": 1000}) for r in range(n_ranks) for k in range(3)]
+    (job,) = analyze(_store(text, spans), parse_inventory(text), config=LedgerConfig()).jobs
+    assert job.tokens == pytest.approx(3000.0)
