@@ -532,3 +532,25 @@ def test_optional_parts_are_absent_when_the_line_lacks_them() -> None:
     bare = classify("saving checkpoint at iteration 100")
     assert (to.attrs["phase"], to.attrs["iteration"], to.attrs.get("path")) == ("start", 100, "/ckpt/iter_100")
     assert bare.kind == "checkpoint" and "path" not in bare.attrs
+
+
+def test_more_zeros_and_which_sxid_lines_join() -> None:
+    # WorkNCCL fields, the older timeout's work number, an SXid link/engine 0 and a linked Xid 0 are 0
+    work = classify("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=0, OpType=BROADCAST, "
+                    "NumelIn=0, NumelOut=0, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.")
+    assert (work.kind, work.attrs["seq_num"], work.attrs["numel_in"], work.attrs["op_type"]) == (
+        "nccl_timeout", 0, 0, "BROADCAST")
+    assert classify("[Rank 0] Watchdog timed out. Timeout at NCCL work: 0.").attrs == {"seq_num": 0}
+    head = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, "
+    sx = classify(head + "Non-fatal, Link 0 egress non-posted PRIV error")
+    assert (sx.attrs["link"], sx.severity) == (0, "warning")
+    xid = classify("NVRM: Xid (PCI:0000:3b:00): 45, pid=1, name=python, Ch 00000008, caused by previous Xid 0")
+    assert xid.attrs["caused_by_xid"] == 0
+    # another code's line from the same switch is another record's: only 12028's lines join
+    two = classify(head + "Non-fatal, Link 31 egress non-posted PRIV error\n"
+                   "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault Up")
+    assert (two.code, two.severity, two.attrs["link"]) == (12028, "warning", 31)
+    # an AER with only its suppressed count is a report, not a detail line; bare error bits are
+    sup = classify("pcieport 0000:00:03.0: AER: 3 Correctable errors suppressed")
+    bits = classify("pcieport 0000:00:03.0:    [ 0] RxErr                  (First)")
+    assert (sup.attrs["detail_only"], bits.attrs["detail_only"]) == (False, True)
