@@ -136,6 +136,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      'body = _DEV_PREFIX.sub("", line.strip(), count= 0)'):
         "equivalent: `_DEV_PREFIX` is anchored at `^` (no MULTILINE), so it can match once per line "
         "whatever the count",
+    ("log_classify", "NumberReplacer", 'body = _DEV_PREFIX.sub("", line.strip(), count=1) -> '
+     'body = _DEV_PREFIX.sub("", line.strip(), count= 2)'):
+        "equivalent: `_DEV_PREFIX` is anchored at `^` (no MULTILINE), so it can match once per line "
+        "whatever the count",
     ("changepoint", "NumberReplacer", "a, o = _cusum_one(z2[0].tolist(), config)"):
         "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
     ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):

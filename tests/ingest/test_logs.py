@@ -554,3 +554,18 @@ def test_more_zeros_and_which_sxid_lines_join() -> None:
     sup = classify("pcieport 0000:00:03.0: AER: 3 Correctable errors suppressed")
     bits = classify("pcieport 0000:00:03.0:    [ 0] RxErr                  (First)")
     assert (sup.attrs["detail_only"], bits.attrs["detail_only"]) == (False, True)
+
+
+def test_codes_and_durations_of_0_and_sxid_link_from_its_engine() -> None:
+    # The classifier's bounds are >= 0 for codes and durations: 0 is read, not rejected.
+    assert classify("NVRM: Xid (PCI:0000:3b:00): 0, pid=1, name=python, test").code == 0
+    head = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): "
+    assert classify(head + "0, Non-fatal, Link 1 test").code == 0
+    ran = classify("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) "
+                   "ran for 0 milliseconds before timing out.")
+    assert ran.attrs["ran_for_ms"] == 0
+    # The link is the engine instance only when no "Link N" names it; with neither, no link.
+    both = classify(head + "12028, Non-fatal, Link 31 error\n" + head + "12028, Severity 1 Engine instance 3")
+    neither = classify(head + "12028, Fatal, internal error")
+    assert (both.attrs["link"], both.attrs["engine_instance"]) == (31, 3)
+    assert "link" not in neither.attrs
