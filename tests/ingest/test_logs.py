@@ -569,3 +569,8 @@ def test_codes_and_durations_of_0_and_sxid_link_from_its_engine() -> None:
     neither = classify(head + "12028, Fatal, internal error")
     assert (both.attrs["link"], both.attrs["engine_instance"]) == (31, 3)
     assert "link" not in neither.attrs
+
+
+def test_an_iteration_field_without_a_colon_is_skipped_not_the_end() -> None:
+    it = classify(" iteration        1/      10 | consumed samples: 8 | skipped | learning rate: 1.0E-04 |")
+    assert (it.attrs["consumed_samples"], it.attrs["learning_rate"]) == (8.0, 1e-4)
