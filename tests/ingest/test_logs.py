@@ -568,6 +568,10 @@ def test_codes_and_durations_of_0_and_sxid_link_from_its_engine() -> None:
     both = classify(head + "12028, Non-fatal, Link 31 error\n" + head + "12028, Severity 1 Engine instance 3")
     neither = classify(head + "12028, Fatal, internal error")
     assert (both.attrs["link"], both.attrs["engine_instance"]) == (31, 3)
+    assert both.attrs["text"] == "Non-fatal, Link 31 error"       # the text line, not the Severity one
+    w0 = classify("[Rank 0] Exception (either an error or timeout) detected by watchdog at work: 0, "
+                  "last enqueued NCCL work: 0, last completed NCCL work: 0.")
+    assert w0.attrs["seq_num"] == 0
     assert "link" not in neither.attrs
 
 
