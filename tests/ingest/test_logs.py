@@ -554,6 +554,8 @@ def test_more_zeros_and_which_sxid_lines_join() -> None:
     sup = classify("pcieport 0000:00:03.0: AER: 3 Correctable errors suppressed")
     bits = classify("pcieport 0000:00:03.0:    [ 0] RxErr                  (First)")
     assert (sup.attrs["detail_only"], bits.attrs["detail_only"]) == (False, True)
+    # any other "AER: ..." line is the port's own report too, not a detail of another
+    assert classify("pcieport 0000:00:03.0: AER: enabled with IRQ 26").attrs["detail_only"] is False
 
 
 def test_codes_and_durations_of_0_and_sxid_link_from_its_engine() -> None:
