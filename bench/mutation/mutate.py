@@ -4,13 +4,15 @@
     .venv/bin/python bench/mutation/mutate.py intervals xid   # only those
     .venv/bin/python bench/mutation/mutate.py --report        # rewrite the results from the sessions
 
-Each module is mutated in a scratch copy of the repository (``$TMPDIR/suanli-mutate/wt``, with
-``../shared`` linked beside it), so the work tree is never touched and other work can go on. The
-tests that run per mutant are the module's own (``MODULES``), with ``-x``: the first failure kills
-the mutant. A mutant whose tests time out counts as killed (cosmic-ray's convention). Sessions
-are kept in ``bench/mutation/sessions/<module>.sqlite`` (git-ignored), so an interrupted run goes
-on where it stopped. The scores, the survivors and their explanation (``EXPLAINED``) are written
-to ``bench/results/mutation.md`` and gathered into ``bench/RESULTS.md``.
+Each module is mutated in a scratch copy of the repository's sources, tests and docs
+(``$TMPDIR/suanli-mutate/wt``, or ``$SUANLI_MUTATE_DIR/wt``, with ``../shared`` linked beside
+it), so the work tree is never touched and other work can go on. The tests that run per mutant
+are the module's own (``MODULES``), with ``-x``: the first failure kills the mutant. A mutant
+whose tests time out counts as killed (cosmic-ray's convention). Sessions are kept in
+``bench/mutation/sessions/<module>.sqlite`` (git-ignored), so an interrupted run goes on where it
+stopped; ``--retest`` runs a session's unexplained survivors again after tests were added. The
+scores, the survivors and their explanation (``EXPLAINED``) are written to
+``bench/results/mutation.md`` and gathered into ``bench/RESULTS.md``.
 
 The operator set is the classic one (arithmetic and comparison swaps, boundaries, negation,
 boolean and/or, True/False, numbers +-1, break/continue, zero-iteration loops), not cosmic-ray's
@@ -69,7 +71,8 @@ MODULES: dict[str, Module] = {
                           "tests/analysis/ledger/test_ledger.py")),
     "hw_events": Module("src/suanli/analysis/health/events.py",
                         ("tests/ingest/test_catch_xid.py", "tests/store/test_counter_props.py",
-                         "tests/analysis/health/test_hw_events.py")),
+                         "tests/analysis/health/test_hw_events.py",
+                         "tests/analysis/health/test_xid_evidence_realdata.py")),
     "log_classify": Module("src/suanli/ingest/log_classify.py",
                            ("tests/ingest/test_catch_xid.py", "tests/ingest/test_logs.py",
                             "tests/ingest/test_logs_realdata.py")),
@@ -89,20 +92,194 @@ KEEP = (
 EXCLUDE = "core/(?!(" + "|".join(KEEP) + ")$).*"
 
 #: Survivors examined and found equivalent (no input tells them apart), or out of reach of a
-#: test for a stated reason: (module, operator, the mutated source line stripped) -> why.
+#: test for a stated reason: (module, operator, the mutated source line stripped) -> why. Where
+#: one line has several mutants of an operator and only some are equivalent, the key's line is
+#: ``"source -> mutant"`` (both stripped), matched before the plain source line.
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
         "give the same two empty arrays",
+    ("inhibit", "ReplaceTrueWithFalse", "@dataclass(frozen=True)"):
+        "equivalent: the private `_View` is built once per signal and never assigned to nor hashed, "
+        "so frozen or not it behaves the same",
+    ("inhibit", "ReplaceOrWithAnd", "if not views or not rules:"):
+        "equivalent: a shortcut; with no views or no rules `apply_inhibitions` mutes nothing and the "
+        "general path returns the same signals in the same order",
+    ("profile_intervals", "ReplaceOrWithAnd", "if len(sa) == 0 or len(sb) == 0:"):
+        "equivalent: a shortcut; with one side empty the boundary sweep never reaches depth 2, so the "
+        "general path gives 0.0 as well",
+    ("profile_intervals", "NumberReplacer",
+     "if len(sa) == 0 or len(sb) == 0: -> if len(sa) == -1 or len(sb) == 0:"):
+        "equivalent: `len(..) == -1` never holds, and the general path gives 0.0 for an empty side",
+    ("profile_intervals", "NumberReplacer",
+     "if len(sa) == 0 or len(sb) == 0: -> if len(sa) == 0 or len(sb) == -1:"):
+        "equivalent: `len(..) == -1` never holds, and the general path gives 0.0 for an empty side",
+    ("intervals", "ReplaceUnaryOperator_Delete_USub", "prev_end[0] = -np.inf"):
+        "equivalent: row 0 always starts a group (`new_group[0]` is True), so its `prev_end` is never read",
+    ("intervals", "NumberReplacer", "span = float(e.max() - lo) + 1.0"):
+        "equivalent: the margin; with `+ 0.0` (or `+ 2.0`) the span is still >= every `e - lo`, and "
+        "`e - lo > 0`, so a later group's first shifted end already exceeds every earlier one (the "
+        "`- 1.0` mutant is killed by test_a_short_group_after_a_long_one_is_merged_on_its_own)",
+    ("intervals", "NumberReplacer", "shift = (g - g[0]).astype(np.float64) * span"):
+        "equivalent: `g[-1]` only adds the same constant to every shifted value, which the running "
+        "max carries and the `- shift` takes off again (`g[1]` is killed: one interval)",
+    ("intervals", "ReplaceBinaryOperator_Sub_Add", "shift = (g - g[0]).astype(np.float64) * span"):
+        "equivalent: `g + g[0]` still grows by `span` per group, only offset by a constant that the "
+        "running max carries and `- shift` takes off again",
+    ("intervals", "ReplaceUnaryOperator_USub_UAdd",
+     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
+        "equivalent: the first `group[::-1]` only feeds `.max()`, which does not depend on the order",
+    ("intervals", "ReplaceUnaryOperator_Delete_USub",
+     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1])"):
+        "equivalent: the first `group[::-1]` only feeds `.max()`, which does not depend on the order",
+    ("log_classify", "NumberReplacer", 'body = _DEV_PREFIX.sub("", line.strip(), count=1) -> '
+     'body = _DEV_PREFIX.sub("", line.strip(), count= 0)'):
+        "equivalent: `_DEV_PREFIX` is anchored at `^` (no MULTILINE), so it can match once per line "
+        "whatever the count",
+    ("log_classify", "NumberReplacer", 'body = _DEV_PREFIX.sub("", line.strip(), count=1) -> '
+     'body = _DEV_PREFIX.sub("", line.strip(), count= 2)'):
+        "equivalent: `_DEV_PREFIX` is anchored at `^` (no MULTILINE), so it can match once per line "
+        "whatever the count",
+    ("changepoint", "NumberReplacer", "a, o = _cusum_one(z2[0].tolist(), config)"):
+        "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
+    ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):
+        "equivalent: `cusum_alarms` of one row returns one-element arrays, so `[-1]` is `[0]`",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 0), 1)'):
+        "equivalent: the inventory reader rejects dp < 1 (`minimum=1`), so `max(dp, 0)` is dp",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 0)'):
+        "equivalent: world_size // dp >= 1 (world_size is a product of dimensions, dp among them)",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 0)), 1), 1)'):
+        "equivalent: the inventory reader gives every job every dimension (1 when not stated), so "
+        "`.get`'s default is never used",
+    ("ledger_job", "NumberReplacer",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1) -> '
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 2)), 1), 1)'):
+        "equivalent: the inventory reader gives every job every dimension (1 when not stated), so "
+        "`.get`'s default is never used",
+    ("ledger_job", "NumberReplacer",
+     "goodput=sum(shares.get(c, 0.0) for c in PRODUCTIVE), tokens=float(np.nansum(tokens)), cost=cost,"):
+        "equivalent: `split.shares()` has every category (the split's `gpu_s` always does), so the "
+        "default is never used",
+    ("ledger_job", "NumberReplacer",
+     "per_step = float(np.nanmedian(tokens)) if np.isfinite(tokens).any() else 0.0"):
+        "equivalent: with no finite token count the window's rate is 0 and `forecast_finish` returns "
+        "None whatever `done` is",
+    ("ledger_job", "NumberReplacer",
+     "return {k: sum(shares.get(c, 0.0) for c in cats) for k, cats in SPEC_SPLIT.items()}"):
+        "equivalent: `split.shares()` has every category (the split's `gpu_s` always does), so the "
+        "default is never used",
+    ("ledger_job", "NumberReplacer", "downtime = fail_s / max(split.n_ranks, 1) / n_int if n_int else None -> "
+     "downtime = fail_s / max(split.n_ranks, 0) / n_int if n_int else None"):
+        "equivalent: a forecast needs steps, so n_ranks >= 1 and `max(n_ranks, 0)` is n_ranks",
+    ("ledger_job", "ReplaceBinaryOperator_FloorDiv_Div",
+     'world = max(job.world_size // max(int(job.parallelism.get("dp", 1)), 1), 1)'):
+        "equivalent: `Job.world_size` is the product of the parallelism dimensions, dp among them, so "
+        "the division is exact and `/` gives the same number as `//`",
+    ("correlate", "NumberReplacer", "min_seed_confidence: float = 0.0 -> min_seed_confidence: float = -1.0"):
+        "equivalent: confidences lie in [0, 1], so a floor of 0 or -1 lets every finding seed",
+    ("hw_events", "ReplaceComparisonOperator_GtE_Gt", "if n >= max_events:"):
+        "equivalent: once n = max_events every later `k = min(k, max_events - n)` is 0 and adds an empty "
+        "array, so going on gives the same times",
+    ("hw_events", "ReplaceBreakWithContinue", "break"):
+        "equivalent: once n = max_events every later `k = min(k, max_events - n)` is 0 and adds an empty "
+        "array, so going on gives the same times",
+    ("hw_events", "ReplaceComparisonOperator_Lt_LtE", "if not np.isfinite(mask) or mask < 0:"):
+        "equivalent: a mask of 0 has no bit set, so returning [] early or after the loop is the same",
+    ("hw_events", "NumberReplacer", "if not np.isfinite(mask) or mask < 0:"):
+        "equivalent: masks in [0, 1) have no bit set (`int(mask)` is 0), so returning [] early or "
+        "after the loop is the same",
+    ("hw_events", "NumberReplacer", "if not text.strip().isdecimal() or ok.size == 0: -> "
+     "if not text.strip().isdecimal() or ok.size == -1:"):
+        "equivalent: with no valid sample the general path broadcasts to empty arrays and returns [] as well",
+    ("hw_events", "ReplaceComparisonOperator_LtE_Lt", "if k <= 0:"):
+        "equivalent: increments are never negative (a reset counts the new value), and k = 0 adds "
+        "`np.arange(0)`, an empty array, with n unchanged",
+    ("hw_events", "NumberReplacer", "if k <= 0: -> if k <= -1:"):
+        "equivalent: increments are never negative, and k = 0 adds an empty array with n unchanged",
+    ("hw_events", "NumberReplacer", "for j in range(1, ok.size):"):
+        "equivalent: at j = 0 the first valid sample's increment is 0 by construction, so `k <= 0` "
+        "skips it before `ok[j - 1]` is read",
+    ("hw_events", "NumberReplacer", "rise = np.where((v[ok] > 0) & (prev <= 0), 1.0, 0.0) -> "
+     "rise = np.where((v[ok] > 0) & (prev <= 0), 1.0, -1.0)"):
+        "equivalent: only rises `r > 0` become events, so 0 and -1 both drop",
+    ("hw_events", "ReplaceTrueWithFalse",
+     "return [_dcgm_xid(float(ts[i]), gpu_id, code, float(r)) for i, r in zip(ok, rise, strict=True) if r > 0]"):
+        "equivalent: `rise` is built from `v[ok]`, so both sides have the same length and `strict` never fires",
+    ("log_classify", "NumberReplacer",
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e+21) * _UNITS.get(unit, 1))), "bytes", 0)'):
+        "equivalent: `1e21 +- 1` is the float 1e21 (the same number)",
+    ("log_classify", "NumberReplacer",
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 0))), "bytes", 0)'):
+        "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through",
+    ("log_classify", "NumberReplacer",
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
+     'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 2))), "bytes", 0)'):
+        "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through",
+    ("changepoint", "NumberReplacer", "min_sigma: float = 0.0 -> min_sigma: float = -1.0"):
+        "equivalent: sigma is also at least 1e-300 > 0, so any floor <= 0 is no floor",
+    ("changepoint", "NumberReplacer", "if alarm[0] < 0: -> if alarm[ -1] < 0:"):
+        "equivalent: one row, a one-element array: `alarm[-1]` is `alarm[0]`",
+    ("changepoint", "NumberReplacer", "return -1"):
+        "equivalent: `_onset`'s caller only asks `i_found >= 0`, so -2 reads as -1",
+    ("changepoint", "ReplaceComparisonOperator_GtE_Gt", "if i_found >= 0:"):
+        "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
+        "an empty baseline makes every z NaN and never alarms), so `> 0` and `>= 0` agree",
+    ("changepoint", "NumberReplacer", "if i_found >= 0:"):
+        "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
+        "an empty baseline makes every z NaN and never alarms), so `>= 1` and `>= 0` agree",
+    ("intervals", "ReplaceUnaryOperator_USub_UAdd", "prev_end[0] = -np.inf"):
+        "equivalent: row 0 always starts a group (`new_group[0]` is True), so its `prev_end` is never read",
+    ("intervals", "NumberReplacer", "prev_end[0] = -np.inf"):
+        "equivalent: `prev_end[1]`/`[-1]` is overwritten by `prev_end[1:] = ...` (or is row 0 itself), "
+        "and row 0 always starts a group, so its `prev_end` is never read",
+    ("intervals", "NumberReplacer", "lo = float(min(s.min(), 0.0))"):
+        "equivalent: any `lo <= min(start)` keeps every `e - lo > 0` and `span > e - lo`, all the "
+        "shift needs; the 0.0 only keeps the shifted values near zero",
+    ("intervals", "NumberReplacer", "lo = int(values.min()) if len(values) else 0"):
+        "equivalent: the `else` value is used only for empty arrays, whose result is empty",
+    ("intervals", "NumberReplacer", "span = int(values.max()) - lo + 2 if len(values) else 1"):
+        "equivalent: `values - lo + 1` lies in [1, max - lo + 1], so any span >= max - lo + 1 (`+ 1` "
+        "too) keeps each group above the one before; the `else` value is used only for empty arrays",
+    ("intervals", "NumberReplacer", "prev[0] = 0"):
+        "equivalent: row 0 always starts a group, so `np.where(first, ...)` never reads `prev[0]` "
+        "(with `prev[-1] = 0` it is left unset, and `prev[-1]` is overwritten by `prev[1:] = ...`)",
+    ("intervals", "NumberReplacer",
+     "neg = prefix_max_before(group[::-1].max() - group[::-1] if len(group) else group, -values[::-1]) -> "
+     "neg = prefix_max_before(group[::- 2].max() - group[::-1] if len(group) else group, -values[::-1])"):
+        "equivalent: `group[::-2].max()` still holds the first element of the reversed groups, the "
+        "largest (rows are sorted by group)",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 
 
-def _explain(name: str, op: str, line: str) -> str:
+UNSIGNED = ("equivalent: the parsed text is digits (the regex's `\\d+`, `[\\d.]+` or `isdecimal`), never "
+            "negative, so a lower bound of -1 accepts the same values as 0")
+
+
+def _explain(name: str, op: str, line: str, mutant: str = "") -> str:
+    """Why a survivor is no failure of the tests: the annotation and unsigned-bound rules, else
+    ``EXPLAINED``; ``mutant`` is the mutated line (from the session's diff)."""
     if op == "ReplaceBinaryOperator_BitOr_BitAnd" and (line.startswith("def ") or re.match(r"^\w+: [^=]*\|", line)
                                                         or re.search(r"\) -> .*\|", line)):
         return ANNOTATION
-    return EXPLAINED.get((name, op, line), "")
+    if (name == "log_classify" and op == "NumberReplacer"
+            and "bounded_" in mutant and re.search(r",\s*-\s*1\s*[,)]", mutant)):   # a lower bound 0 -> -1
+        return UNSIGNED
+    return EXPLAINED.get((name, op, f"{line} -> {mutant}"), EXPLAINED.get((name, op, line), ""))
+
+
+def _mutant(diff: str | None) -> str:
+    """The mutated line of a session's diff."""
+    plus = [ln[1:].strip() for ln in (diff or "").splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return plus[0] if plus else ""
 
 
 def _scratch() -> Path:
@@ -111,7 +288,7 @@ def _scratch() -> Path:
     if wt.exists():
         shutil.rmtree(wt)
     wt.mkdir(parents=True)
-    for part in ("src", "tests", "pyproject.toml"):
+    for part in ("src", "tests", "docs", "examples", "proto", "pyproject.toml"):  # tests read docs/ too
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, wt / part)
     link = base / "shared"
@@ -224,7 +401,7 @@ def score(name: str) -> Score | None:
             line = _line(ROOT / MODULES[name].path, mut["start_pos"])
             op = mut["operator_name"].removeprefix("core/")
             survivors.append({"line": str(mut["start_pos"][0]), "operator": op, "source": line,
-                              "why": _explain(name, op, line)})
+                              "why": _explain(name, op, line, _mutant(result.get("diff")))})
     return Score(name, total, killed, timeouts, pending, survivors)
 
 
@@ -259,12 +436,30 @@ def write_report(names: list[str]) -> Path:
     return RESULT_MD
 
 
+def _forget_survivors(name: str) -> None:
+    """Drop the session's results of the survivors not explained as equivalent, so that ``exec``
+    runs them again against the current tests."""
+    session = SESSIONS / f"{name}.sqlite"
+    if not session.exists():
+        return
+    path = ROOT / MODULES[name].path
+    with sqlite3.connect(session) as db:
+        rows = db.execute("SELECT r.job_id, m.operator_name, m.start_pos_row, m.start_pos_col, r.diff "
+                          "FROM work_results r JOIN mutation_specs m ON m.job_id = r.job_id "
+                          "WHERE r.test_outcome = 'SURVIVED'").fetchall()
+        again = [(job,) for job, op, row, col, diff in rows
+                 if not _explain(name, op.removeprefix("core/"), _line(path, [row, col]),
+                                 _mutant(diff)).startswith("equivalent")]
+        db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("modules", nargs="*", help=f"of: {', '.join(MODULES)}")
     ap.add_argument("--report", action="store_true", help="only rewrite the results from the sessions")
     ap.add_argument("--retest", action="store_true",
-                    help="run the survivors of the sessions again against the current tests")
+                    help="run the survivors of the sessions again against the current tests "
+                         "(those explained as equivalent are kept)")
     args = ap.parse_args(argv)
     names = args.modules or list(MODULES)
     unknown = [n for n in names if n not in MODULES]
@@ -273,10 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     python = os.environ.get("MUTATE_PYTHON", sys.executable)
     if args.retest:
         for name in names:
-            session = SESSIONS / f"{name}.sqlite"
-            if session.exists():
-                with sqlite3.connect(session) as db:
-                    db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+            _forget_survivors(name)
     if not args.report:
         wt = _scratch()
         for name in names:

@@ -67,6 +67,17 @@ def test_muted_records_who_muted_whom() -> None:
     assert res.muted == {low.key: [hot.key]}
 
 
+def test_a_rule_without_a_firing_source_does_not_stop_the_later_rules() -> None:
+    # Every rule is checked on its own (Alertmanager's Mutes loops over all rules): the first rule's
+    # source "absent" fires nowhere, so it mutes nothing; the second still mutes low by hot.
+    hot, low = _a("hot", "g0"), _a("low", "g0")
+    res = apply_inhibitions([hot, low], [_rule(['alertname="absent"'], LOW), _rule(HOT, LOW)])
+    assert res.muted == {low.key: [hot.key]}
+    # likewise a topology rule skipped for want of a graph (it would mute low by hot too)
+    res = apply_inhibitions([hot, low], [_rule(HOT, LOW, topology="upstream"), _rule(HOT, LOW)])
+    assert res.muted == {low.key: [hot.key]}
+
+
 def test_topology_upstream() -> None:
     deps = {"leaf-01/p1": {"n1/mlx5_0", "n1/gpu0", "job-a"}}
     crc = Alert(name="crc", rule="crc", scope="switch_port", entity_kind="switch_port", entity_id="leaf-01/p1",
@@ -80,6 +91,19 @@ def test_topology_upstream() -> None:
     assert res.muted == {behind.key: [crc.key]}
     assert [a.key for a in res.kept] == [crc.key, elsewhere.key]
     assert apply_inhibitions([crc, behind], [rule]).muted == {}    # no graph given: the rule mutes nothing
+
+
+def test_topology_upstream_checks_every_source_of_the_rule() -> None:
+    # Two crc sources mute retx at n1/mlx5_0 by labels alone; only p1 carries that NIC (p2 carries
+    # nothing). The source not upstream is skipped, and the next one, p1, still mutes the NIC.
+    deps = {"leaf-01/p1": {"n1/mlx5_0"}}
+    srcs = [Alert(name="crc", rule="crc", scope="switch_port", entity_kind="switch_port", entity_id=port,
+                  labels={"alertname": "crc"}, state="firing", active_at=0.0) for port in ("leaf-01/p2", "leaf-01/p1")]
+    nic = Alert(name="retx", rule="retx", scope="nic", entity_kind="nic", entity_id="n1/mlx5_0",
+                labels={"alertname": "retx"}, state="firing", active_at=0.0)
+    rule = _rule(['alertname="crc"'], ['alertname="retx"'], topology="upstream")
+    res = apply_inhibitions([*srcs, nic], [rule], downstream=lambda src, tgt: tgt in deps.get(src, set()))
+    assert res.muted == {nic.key: [srcs[1].key]}
 
 
 @pytest.mark.parametrize("text", ['alertname', 'a=="b"', '1a="b"', 'a=~"("'])

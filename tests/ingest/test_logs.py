@@ -433,3 +433,150 @@ def test_xid_and_aer_carry_their_gpu_whatever_the_domain_or_where_the_text_names
         ("aer", "node", "node-001", None),                 # names no GPU's address: stays on the node
     ]
     assert events[0].attrs["pci_bus_id"] == "0001:18:00.0"
+
+
+def test_every_size_unit() -> None:
+    # SI prefixes are powers of 10, binary ones powers of 2 (IEC 80000-13)
+    from suanli.ingest.log_classify import parse_bytes
+
+    want = {"B": 1, "bytes": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
+            "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+    assert {u: parse_bytes("1", u) for u in want} == want
+    assert parse_bytes("1.5", "KiB") == 1536
+
+
+def test_an_aer_report_in_kernel_order_keeps_every_detail_line() -> None:
+    # The bus error line, then the device's status/mask, then the error bits: each adds its part.
+    text = ("pcieport 0000:00:03.0: AER: Uncorrected (Fatal) error received: 0000:00:03.0\n"
+            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, "
+            "(Receiver ID)\n"
+            "pcieport 0000:00:03.0:   device [8086:2f08] error status/mask=00004020/00000000\n"
+            "pcieport 0000:00:03.0:    [ 5] SDES                   (First)\n"
+            "pcieport 0000:00:03.0:    [14] CmpltTO")
+    c = classify(text)
+    assert (c.kind, c.severity, c.pci) == ("aer", "fatal", "0000:00:03.0")
+    assert {k: c.attrs[k] for k in ("error_type", "agent", "vendor_device", "status", "mask", "errors",
+                                    "first_error")} == {
+        "error_type": "Transaction Layer", "agent": "Receiver ID", "vendor_device": "8086:2f08",
+        "status": "00004020", "mask": "00000000", "errors": ["SDES", "CmpltTO"], "first_error": "SDES"}
+
+
+def test_zeros_are_values() -> None:
+    # Counters and indices that may be 0 are read as 0, not rejected.
+    nccl = classify("[rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Exception (either an error or timeout) "
+                    "detected by watchdog at work: 1, last enqueued NCCL work: 0, last completed NCCL work: 0.")
+    assert (nccl.attrs["seq_num"], nccl.attrs["last_enqueued"], nccl.attrs["last_completed"]) == (1, 0, 0)
+    ib = classify("h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with "
+                  "error 0, opcode 0, len 0, vendor err 0")
+    assert (ib.attrs["ib_status"], ib.attrs["ib_vendor_err"]) == (0, 0)
+    old = classify("[Rank 0] Watchdog timed out. Timeout at NCCL work: 1, last enqueued NCCL work: 0, "
+                   "last completed NCCL work: 0.")
+    assert (old.kind, old.attrs["last_enqueued"], old.attrs["last_completed"]) == ("nccl_timeout", 0, 0)
+    sup = classify("pcieport 0000:00:03.0: AER: 0 Correctable errors suppressed")
+    assert (sup.kind, sup.attrs["suppressed"]) == ("aer", 0)
+    ck = classify("successfully loaded checkpoint from /ckpt at iteration 0")
+    assert (ck.kind, ck.attrs["iteration"]) == ("checkpoint", 0)
+    it = classify(" iteration        0/       0 | consumed samples: 0 |")
+    assert (it.kind, it.attrs["iteration"], it.attrs["train_iters"]) == ("iteration", 0, 0)
+
+
+def test_a_nic_link_line_names_its_netdev_when_it_has_one() -> None:
+    with_dev = classify("mlx5_core 0000:3b:00.0 ens1f0: Link down")
+    bare = classify("mlx5_core 0000:3b:00.0: Link down")
+    assert (with_dev.kind, with_dev.attrs.get("netdev"), with_dev.attrs["state"]) == ("nic_link", "ens1f0", "down")
+    assert bare.kind == "nic_link" and "netdev" not in bare.attrs
+    # a link going down is fatal for what runs over it; coming up is information
+    assert (with_dev.severity, classify("mlx5_core 0000:3b:00.0 ens1f0: Link up").severity) == ("fatal", "info")
+
+
+def test_a_bus_error_line_alone_gives_the_severity() -> None:
+    # No "AER: ... error received" head: the bus error line's severity decides. "Non-Fatal)" also
+    # ends in "Fatal)", but it is uncorrected, not fatal.
+    def bus(sev: str) -> str:
+        return f"pcieport 0000:00:03.0: PCIe Bus Error: severity={sev}, type=Transaction Layer, (Requester ID)"
+
+    got = [classify(bus(s)).severity for s in ("Uncorrected (Non-Fatal)", "Uncorrected (Fatal)", "Corrected")]
+    assert got == ["uncorrected", "fatal", "corrected"]
+    # a detail line merged on its own says that it added something
+    from suanli.ingest.log_classify import Classified, add_aer_detail
+
+    assert add_aer_detail(Classified("aer"), bus("Corrected")) is True
+    assert add_aer_detail(Classified("aer"), "pcieport 0000:00:03.0: something else") is False
+
+
+def test_each_aer_detail_line_kind_counts_as_detail() -> None:
+    from suanli.ingest.log_classify import Classified, add_aer_detail
+
+    for line in ("pcieport 0000:00:03.0:   device [8086:2f08] error status/mask=00004020/00000000",
+                 "pcieport 0000:00:03.0:    [ 5] SDES                   (First)"):
+        out = Classified("aer")
+        assert add_aer_detail(out, line) is True, line
+    assert out.attrs == {"errors": ["SDES"], "first_error": "SDES"}
+
+
+def test_sxid_severity_and_a_record_of_only_detail_lines() -> None:
+    head = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, "
+    fatal = classify(head + "Fatal, Link 31 ingress error")
+    warn = classify(head + "Non-fatal, Link 31 egress non-posted PRIV error")
+    assert (fatal.severity, warn.severity) == ("fatal", "warning")
+    # only the Severity and Data lines of a report: the text is the first of them
+    only = classify(head + "Severity 1 Engine instance 3 Sub-engine instance 00\n" + head + "Data {0x1, 0x2}")
+    assert only.attrs["text"] == "Severity 1 Engine instance 3 Sub-engine instance 00"
+    assert (only.attrs["engine_instance"], only.attrs["link"], only.attrs["data"]) == (3, 3, "0x1, 0x2")
+
+
+def test_optional_parts_are_absent_when_the_line_lacks_them() -> None:
+    # the older NCCL timeout without the enqueued/completed part; a checkpoint with and without its path
+    assert classify("[Rank 3] Watchdog timed out. Timeout at NCCL work: 5.").attrs == {"seq_num": 5}
+    to = classify("saving checkpoint at iteration 100 to /ckpt/iter_100")
+    bare = classify("saving checkpoint at iteration 100")
+    assert (to.attrs["phase"], to.attrs["iteration"], to.attrs.get("path")) == ("start", 100, "/ckpt/iter_100")
+    assert bare.kind == "checkpoint" and "path" not in bare.attrs
+
+
+def test_more_zeros_and_which_sxid_lines_join() -> None:
+    # WorkNCCL fields, the older timeout's work number, an SXid link/engine 0 and a linked Xid 0 are 0
+    work = classify("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=0, OpType=BROADCAST, "
+                    "NumelIn=0, NumelOut=0, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.")
+    assert (work.kind, work.attrs["seq_num"], work.attrs["numel_in"], work.attrs["op_type"]) == (
+        "nccl_timeout", 0, 0, "BROADCAST")
+    assert classify("[Rank 0] Watchdog timed out. Timeout at NCCL work: 0.").attrs == {"seq_num": 0}
+    head = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, "
+    sx = classify(head + "Non-fatal, Link 0 egress non-posted PRIV error")
+    assert (sx.attrs["link"], sx.severity) == (0, "warning")
+    xid = classify("NVRM: Xid (PCI:0000:3b:00): 45, pid=1, name=python, Ch 00000008, caused by previous Xid 0")
+    assert xid.attrs["caused_by_xid"] == 0
+    # another code's line from the same switch is another record's: only 12028's lines join
+    two = classify(head + "Non-fatal, Link 31 egress non-posted PRIV error\n"
+                   "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault Up")
+    assert (two.code, two.severity, two.attrs["link"]) == (12028, "warning", 31)
+    # an AER with only its suppressed count is a report, not a detail line; bare error bits are
+    sup = classify("pcieport 0000:00:03.0: AER: 3 Correctable errors suppressed")
+    bits = classify("pcieport 0000:00:03.0:    [ 0] RxErr                  (First)")
+    assert (sup.attrs["detail_only"], bits.attrs["detail_only"]) == (False, True)
+    # any other "AER: ..." line is the port's own report too, not a detail of another
+    assert classify("pcieport 0000:00:03.0: AER: enabled with IRQ 26").attrs["detail_only"] is False
+
+
+def test_codes_and_durations_of_0_and_sxid_link_from_its_engine() -> None:
+    # The classifier's bounds are >= 0 for codes and durations: 0 is read, not rejected.
+    assert classify("NVRM: Xid (PCI:0000:3b:00): 0, pid=1, name=python, test").code == 0
+    head = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): "
+    assert classify(head + "0, Non-fatal, Link 1 test").code == 0
+    ran = classify("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) "
+                   "ran for 0 milliseconds before timing out.")
+    assert ran.attrs["ran_for_ms"] == 0
+    # The link is the engine instance only when no "Link N" names it; with neither, no link.
+    both = classify(head + "12028, Non-fatal, Link 31 error\n" + head + "12028, Severity 1 Engine instance 3")
+    neither = classify(head + "12028, Fatal, internal error")
+    assert (both.attrs["link"], both.attrs["engine_instance"]) == (31, 3)
+    assert both.attrs["text"] == "Non-fatal, Link 31 error"       # the text line, not the Severity one
+    w0 = classify("[Rank 0] Exception (either an error or timeout) detected by watchdog at work: 0, "
+                  "last enqueued NCCL work: 0, last completed NCCL work: 0.")
+    assert w0.attrs["seq_num"] == 0
+    assert "link" not in neither.attrs
+
+
+def test_an_iteration_field_without_a_colon_is_skipped_not_the_end() -> None:
+    it = classify(" iteration        1/      10 | consumed samples: 8 | skipped | learning rate: 1.0E-04 |")
+    assert (it.attrs["consumed_samples"], it.attrs["learning_rate"]) == (8.0, 1e-4)

@@ -44,6 +44,27 @@ def test_a_nested_interval_does_not_cut_the_merged_run_short() -> None:
     assert two.tolist() == [1.0, 15.0]
 
 
+def test_a_short_group_after_a_long_one_is_merged_on_its_own() -> None:
+    # Group 0 = [0, 10) holding [2, 4); group 1 = [0, 0.5) and [0.7, 1.0), which do not touch.
+    # The per-group running max must not carry group 0's end (10) into group 1: group 1 stays two
+    # intervals, union 0.5 + 0.3 = 0.8 (carried over, [0.7, 1.0) would join [0, 0.5): 1.0), and
+    # group 0 is one interval of 10. The same with every time 10 s before 0 (starts < 0).
+    for t0 in (0.0, -10.0):
+        g = np.array([0, 0, 1, 1])
+        s, e = np.array([0.0, 2.0, 0.0, 0.7]) + t0, np.array([10.0, 4.0, 0.5, 1.0]) + t0
+        mg, ms, me = merge_groups(g, s, e)
+        assert mg.tolist() == [0, 1, 1]
+        assert ms.tolist() == s[[0, 2, 3]].tolist() and me.tolist() == e[[0, 2, 3]].tolist()
+        assert group_union_s(g, s, e, 2).tolist() == pytest.approx([10.0, 0.8])
+
+
+def test_touching_intervals_are_joined() -> None:
+    # [0, 1) and [1, 2) touch (half-open): one merged interval [0, 2), as profile's merge does.
+    _g, s, e = merge_groups(np.zeros(2, dtype=np.int64), np.array([0.0, 1.0]), np.array([1.0, 2.0]))
+    assert s.tolist() == [0.0] and e.tolist() == [2.0]
+    assert merge(np.array([0.0, 1.0]), np.array([1.0, 2.0]))[1].tolist() == [2.0]
+
+
 def test_an_allreduce_hidden_inside_backward_exposes_nothing() -> None:
     # A 12 s step: data_load 0..1, forward 1..4, backward 4..9, optimizer 11..12; the all-reduce
     # runs 5..7, inside backward and ending before it. Compute union = 3 + 5 + 1 = 9 s;
@@ -145,3 +166,13 @@ def test_tokens_from_spans_are_divided_by_tp_times_pp() -> None:
     assert job.tokens == pytest.approx(6000.0)
     assert job.step_flops.tolist() == pytest.approx([1.2e13] * 3)
     assert job.mfu == pytest.approx(1.2e13 / (4 * 10 * PEAK))
+
+
+@pytest.mark.parametrize(("parallelism", "n_ranks"), [("{tp: 2}", 2), ("{dp: 1}", 1)])
+def test_tokens_from_spans_without_data_parallelism(parallelism: str, n_ranks: int) -> None:
+    # dp 1: one replica. With tp 2 its two ranks each say 1000 tokens: 2000 / (tp x pp = 2) = 1000
+    # per step; alone, one rank's 1000 / 1 = 1000. 3 steps -> 3000 tokens either way.
+    text = _inventory(parallelism, n_ranks)
+    spans = [_span(r, 10.0 * k, 10.0 * k + 10, k, {"train.tokens": 1000}) for r in range(n_ranks) for k in range(3)]
+    (job,) = analyze(_store(text, spans), parse_inventory(text), config=LedgerConfig()).jobs
+    assert job.tokens == pytest.approx(3000.0)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from suanli.analysis.ledger import LedgerConfig, LedgerResult, analyze
+from suanli.analysis.ledger.economics import EconomicsConfig, forecast_finish
+from suanli.analysis.ledger.goodput import GoodputConfig, split_job
+from suanli.analysis.ledger.job import JobInputs, JobLedger, build_job_ledger, hfu_ratio
 from suanli.analysis.window import Window
 from suanli.ingest.load import load_paths
 from suanli.ingest.records import Span
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
+from suanli.timefmt import to_rfc3339
+from tests.analysis.ledger.test_ledger_frames import Row, make_frame, split_rows
 from tests.conftest import shared_path
 
 T0 = 1_773_100_000.0
@@ -256,3 +263,149 @@ def test_megatron_formula_is_selectable() -> None:
     store.flush()
     (led,) = analyze(store, inv, config=LedgerConfig(formula="megatron")).jobs
     assert led.mfu == pytest.approx(1_170_432 * 1000 / (2 * 10 * 989e12))
+
+
+def _pure_ledger(rows: list[Row], step_flops: float, inputs: JobInputs, inventory: str = INVENTORY) -> JobLedger:
+    """build_job_ledger over split_job of hand rows (no store): every rank's step declares ``step_flops``."""
+    steps, others = split_rows(rows)
+    split = split_job(make_frame(steps, t0=T0), make_frame(others, t0=T0), GoodputConfig(),
+                      np.full(len(steps), step_flops))
+    return build_job_ledger(parse_inventory(inventory).jobs["job-a"], split, inputs, "palm", EconomicsConfig())
+
+
+def test_ledger_figures_worked_by_hand() -> None:
+    # 2 ranks x 3 back-to-back 10 s steps (0..30 s); each rank's step declares peak x 10 / 3 FLOPs:
+    # MFU = 2 x (peak x 10 / 3) / (peak x 2 x 10) = 1/3 -> the timeline's 4 digits: 0.3333.
+    peak = 989e12
+    rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(3)]
+    inputs = JobInputs(2, peak, 2.0, energy_j=7.2e6, low_util_s=30.0, util_observed_s=120.0)
+    led = _pure_ledger(rows, peak * 10 / 3, inputs)
+    assert led.mfu == pytest.approx(1 / 3)
+    assert [v for _, v in led.mfu_timeline(points=1)] == [0.3333]
+    # one bin is labelled by its first step's start, T0; three bins by each step's
+    assert [t for t, _ in led.mfu_timeline(points=1)] == [to_rfc3339(T0)]
+    assert [t for t, _ in led.mfu_timeline(points=3)] == [to_rfc3339(T0 + 10.0 * k) for k in range(3)]
+    # cost = 2 GPUs x 30 s / 3600 x $2 = $1/30; every second is a productive step (goodput 1), so
+    # a useful GPU-hour costs the price, $2; 7.2 MJ = 2 kWh; 30 of 120 s under the threshold: 0.25.
+    assert led.cost == pytest.approx(1 / 30)
+    assert led.cost_per_useful_gpu_h() == pytest.approx(2.0)
+    out = led.to_json()
+    assert out["energy_kwh"] == 2.0
+    # 1 kWh = 3.6e6 J exactly, reported to 6 significant digits: 3,600,017.64 J = 1.0000049 kWh
+    # -> 1.0 and 3,600,018.36 J = 1.0000051 kWh -> 1.00001 (a constant one joule off either way,
+    # 3,599,999 or 3,600,001, moves one of them across the rounding edge)
+    assert dataclasses.replace(led, energy_j=3_600_017.64).to_json()["energy_kwh"] == 1.0
+    assert dataclasses.replace(led, energy_j=3_600_018.36).to_json()["energy_kwh"] == 1.00001
+    assert led.waste_rate == 0.25
+    # 3 steps x 2 ranks x peak x 10 / 3 = 1.978e16 FLOPs = 19.78 PFLOP: 7.2e6 / 19.78 J per PFLOP
+    assert out["energy_j_per_effective_pflop"] == pytest.approx(7.2e6 / 19.78, rel=1e-6)
+    # half a PFLOP: 14.4e6 J per PFLOP; none: no figure (not energy / 0)
+    half = np.array([5e14, np.nan, np.nan])
+    assert dataclasses.replace(led, step_flops=half).to_json()["energy_j_per_effective_pflop"] == 14.4e6
+    assert dataclasses.replace(led, step_flops=half * np.nan).to_json()["energy_j_per_effective_pflop"] is None
+    assert dataclasses.replace(led, step_flops=half).cost_per_effective_pflop() == pytest.approx((1 / 30) / 0.5)
+    # the inputs and the ledger are values: they cannot change
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        inputs.n_gpus = 3  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        led.mfu = 0.0  # type: ignore[misc]
+    # no productive time: no useful GPU-hour to price (not cost / 0)
+    assert dataclasses.replace(led, goodput=0.0).cost_per_useful_gpu_h() is None
+    # forecast: 3 steps x 1000 tokens done of 1e6; the Monte Carlo quantiles are ordered and,
+    # with an uncertain rate and interruptions, distinct: p10 < p50 < p90 for time and cost.
+    fc = out["forecast"]
+    assert fc["remaining_tokens"] == pytest.approx(1e6 - 3000)
+    assert fc["finish_p10"] < fc["finish"] < fc["finish_p90"]
+    assert fc["cost_p10"] < fc["cost"] < fc["cost_p90"]
+    # GPU-hours per category: all 2 x 30 GPU-seconds are compute = 60 / 3600 = 0.0166667 h
+    assert out["badput_gpu_h"]["compute"] == 0.0166667
+    assert sum(out["badput_gpu_h"].values()) == 0.0166667
+
+
+def test_no_flops_no_peak_no_time_give_none_not_a_division() -> None:
+    peak = 989e12
+    rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in (0, 1) for k in range(3)]
+    led = _pure_ledger(rows, peak, JobInputs(2, peak, 2.0))
+    # 1 PFLOP = 1e15 FLOPs: 3 steps x 2 ranks x 989e12 = 5.934e15 FLOPs = 5.934 PFLOP (exactly)
+    assert led.effective_pflop == 5.934
+    # no FLOPs known: no effective PFLOP, so no cost per PFLOP (not cost / 0)
+    assert dataclasses.replace(led, step_flops=np.full(3, np.nan)).cost_per_effective_pflop() is None
+    # no peak: neither MFU nor effective MFU
+    no_peak = _pure_ledger(rows, peak, JobInputs(2, None, 2.0))
+    assert (no_peak.mfu, no_peak.effective_mfu) == (None, None)
+    # steps of no duration (the whole job one instant): no GPU time to divide by
+    flat: list[Row] = [(r, 0, "train_step", 5.0, 5.0) for r in (0, 1)]
+    zero = _pure_ledger(flat, peak, JobInputs(2, peak, 2.0))
+    assert (zero.mfu, zero.effective_mfu) == (None, None)
+
+
+def test_full_recompute_without_a_shape_is_four_thirds() -> None:
+    # Declared FLOPs per token (no shape to count the recomputed forward from): full activation
+    # recomputation runs the forward twice, 4 passes' worth instead of 3 (forward + 2 x backward).
+    inv = parse_inventory(INVENTORY.replace("model: {params: 1.0e9}", "model: {params: 1.0e9, flops_per_token: 6.0e9}\n"
+                                            "    recompute: full"))
+    assert hfu_ratio(inv.jobs["job-a"], "palm") == pytest.approx(4 / 3)
+
+
+def test_an_interruption_before_the_forecast_window_takes_no_time_from_it() -> None:
+    # 2 ranks: steps 0..9 over 0..100 s, a restart (init 100..200 s), steps 10..89 over 200..1000 s.
+    # The gap is a failure (100 s > 3 x 10 s, holding an init), before the 600 s forecast window
+    # [400, 1000]: it excludes nothing. 60 steps end inside it, 1000 tokens each: 100 tokens/s.
+    # Failure time per rank per interruption: the 100 s gap (with one rank or two alike).
+    peak = 989e12
+    for ranks in ((0, 1), (0,)):
+        rows: list[Row] = [(r, k, "train_step", 10.0 * k, 10.0 * k + 10) for r in ranks for k in range(10)]
+        rows += [(r, -1, "init", 100.0, 200.0) for r in ranks]
+        rows += [(r, k, "train_step", 100.0 + 10.0 * k, 110.0 + 10.0 * k) for r in ranks for k in range(10, 90)]
+        led = _pure_ledger(rows, peak, JobInputs(2, peak, 2.0))
+        assert led.split.interruptions == [(T0 + 100.0, T0 + 200.0)]
+        assert led.forecast is not None and led.forecast.tokens_per_s == pytest.approx(100.0)
+        assert led.forecast.downtime_per_interruption_s == pytest.approx(100.0)
+        # 90 steps: the MFU timeline has its default 60 bins
+        assert len(led.mfu_timeline()) == 60
+        # the forecast is forecast_finish of the inputs worked out here: now = the end, 1e6 - 90 x
+        # 1000 tokens left at 100 tokens/s, sd 0 (12 steps end in each 120 s block: 100 tokens/s
+        # each), 1 interruption of 100 s, 2 GPUs x 1000 s = 0.5556 GPU-hours observed, $2/GPU-h
+        assert led.forecast == forecast_finish(T0 + 1000.0, 910_000.0, 100.0, 0.0, 1, 2 * 1000.0 / 3600.0, 2, 100.0,
+                                               2.0, EconomicsConfig())
+
+
+def test_selective_recompute_ratio_from_the_shape() -> None:
+    # PaLM with N = 1e9, L = 2, hidden = 100, T = 10 (L x hidden x T = 2000): model FLOPs per token
+    # 6N + 12 x 2000 = 6e9 + 24e3, selective recompute hardware 6N + 16 x 2000 = 6e9 + 32e3.
+    inv = parse_inventory(INVENTORY.replace("model: {params: 1.0e9}",
+                                            "model: {params: 1.0e9, layers: 2, hidden: 100, seq_len: 10}\n"
+                                            "    recompute: selective"))
+    assert hfu_ratio(inv.jobs["job-a"], "palm") == pytest.approx((6e9 + 32e3) / (6e9 + 24e3), rel=1e-12)
+
+
+def test_sub_second_steps_still_have_an_mfu() -> None:
+    # One 0.25 s step on 2 ranks (0.5 GPU-seconds), each declaring peak x 0.125 FLOPs:
+    # MFU = 2 x peak x 0.125 / (peak x 0.5) = 0.5, and over the 0.25 s wall the same.
+    peak = 989e12
+    led = _pure_ledger([(r, 0, "train_step", 0.0, 0.25) for r in (0, 1)], peak * 0.125, JobInputs(2, peak, 2.0))
+    assert led.mfu == pytest.approx(0.5) and led.effective_mfu == pytest.approx(0.5)
+    # without a price: no cost and no forecast (its cost needs one)
+    no_price = _pure_ledger([(r, 0, "train_step", 0.0, 0.25) for r in (0, 1)], peak * 0.125, JobInputs(2, peak, None))
+    assert no_price.cost is None and no_price.forecast is None
+    # utilisation never observed (0 s): no waste rate, not 30 / 0
+    unseen = _pure_ledger([(r, 0, "train_step", 0.0, 0.25) for r in (0, 1)], peak * 0.125,
+                          JobInputs(2, peak, 2.0, low_util_s=30.0, util_observed_s=0.0))
+    assert unseen.waste_rate is None
+
+
+def test_downtime_per_interruption_counts_lost_progress() -> None:
+    # One rank: steps 0..4 over 0..50 s; a restart (init 50..100) and a rollback to step 3 (steps
+    # 3..9 over 100..170); a second restart (init 170..220) and steps 10..69 over 220..820.
+    # Failure downtime: the two 50 s gaps = 100 s; lost progress: the first runs of steps 3, 4
+    # (30..50) = 20 s; per interruption: (100 + 20) / 1 rank / 2 = 60 s.
+    peak = 989e12
+    rows: list[Row] = [(0, k, "train_step", 10.0 * k, 10.0 * k + 10) for k in range(5)]
+    rows += [(0, -1, "init", 50.0, 100.0), (0, -1, "init", 170.0, 220.0)]
+    rows += [(0, k, "train_step", 70.0 + 10.0 * k, 80.0 + 10.0 * k) for k in range(3, 10)]
+    rows += [(0, k, "train_step", 120.0 + 10.0 * k, 130.0 + 10.0 * k) for k in range(10, 70)]
+    led = _pure_ledger(rows, peak, JobInputs(1, peak, 2.0))
+    assert led.split.interruptions == [(T0 + 50.0, T0 + 100.0), (T0 + 170.0, T0 + 220.0)]
+    assert led.split.gpu_s["failure_downtime"] == pytest.approx(100.0)
+    assert led.split.gpu_s["failure_lost_progress"] == pytest.approx(20.0)
+    assert led.forecast is not None and led.forecast.downtime_per_interruption_s == pytest.approx(60.0)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from suanli.analysis.ledger.economics import EconomicsConfig
 from suanli.analysis.ledger.goodput import CATEGORIES, GoodputConfig, split_job
-from suanli.analysis.ledger.intervals import group_union_s, merge_groups
+from suanli.analysis.ledger.intervals import group_union_s, merge_groups, prefix_max_before, suffix_min_after
 from suanli.analysis.ledger.job import JobInputs, build_job_ledger
 from suanli.analysis.profile.intervals import intersection_length, merge, union_length
 from suanli.inventory import parse_inventory
@@ -21,6 +21,7 @@ FAST = settings(max_examples=examples(150), deadline=None, derandomize=True)
 GRID = 40                          # interval ends are integers in [0, GRID]: brute force = unit cells
 
 interval = st.tuples(st.integers(0, GRID), st.integers(0, GRID))
+signed = st.tuples(st.integers(-GRID, GRID), st.integers(-GRID, GRID))
 
 
 def _cells(ivs: list[tuple[int, int]]) -> set[int]:
@@ -43,8 +44,9 @@ def test_union_and_intersection_against_brute_force(a: list[tuple[int, int]], b:
 
 
 @FAST
-@given(st.lists(st.tuples(st.integers(0, 3), interval), max_size=20))
+@given(st.lists(st.tuples(st.integers(0, 3), signed), max_size=20))
 def test_group_union_against_brute_force(rows: list[tuple[int, tuple[int, int]]]) -> None:
+    # ends in [-GRID, GRID]: times before 0 too (the per-group shift must hold for any origin)
     g = np.array([r[0] for r in rows], dtype=np.int64)
     s = np.array([r[1][0] for r in rows], dtype=float)
     e = np.array([r[1][1] for r in rows], dtype=float)
@@ -54,10 +56,29 @@ def test_group_union_against_brute_force(rows: list[tuple[int, tuple[int, int]]]
     order = np.lexsort((s, g))
     assert group_union_s(g[order], s[order], e[order], 4, presorted=True).tolist() == want
     mg, ms, me = merge_groups(g, s, e)
+    # merged: sorted by group, none empty, and within a group disjoint and not touching
+    assert np.all(np.diff(mg) >= 0) and np.all(me > ms)
     for k in range(4):
         sel = mg == k
+        assert np.all(ms[sel][1:] > me[sel][:-1])
         assert _cells([(int(a), int(b)) for a, b in zip(ms[sel], me[sel], strict=True)]) == \
             _cells([iv for gg, iv in rows if gg == k])
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-50, 50)), max_size=20))
+def test_prefix_max_and_suffix_min_against_brute_force(rows: list[tuple[int, int]]) -> None:
+    # Rows sorted by group; for each row the max of the earlier rows' values in its group (int64
+    # min for the first) and the min of the later ones (int64 max for the last), by double loop.
+    rows = sorted(rows, key=lambda r: r[0])
+    g = np.array([r[0] for r in rows], dtype=np.int64)
+    v = np.array([r[1] for r in rows], dtype=np.int64)
+    lo, hi = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+    before = [max((rows[j][1] for j in range(i) if rows[j][0] == rows[i][0]), default=lo) for i in range(len(rows))]
+    after = [min((rows[j][1] for j in range(i + 1, len(rows)) if rows[j][0] == rows[i][0]), default=hi)
+             for i in range(len(rows))]
+    assert prefix_max_before(g, v).tolist() == before
+    assert suffix_min_after(g, v).tolist() == after
 
 
 PHASES = ("forward", "backward", "optimizer", "allreduce", "data_load", "checkpoint_save", "init")
