@@ -95,6 +95,9 @@ EXCLUDE = "core/(?!(" + "|".join(KEEP) + ")$).*"
 #: test for a stated reason: (module, operator, the mutated source line stripped) -> why. Where
 #: one line has several mutants of an operator and only some are equivalent, the key's line is
 #: ``"source -> mutant"`` (both stripped), matched before the plain source line.
+_UNIT_DEFAULT = "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through"
+_ONSET_AFTER_BASELINE = ("equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
+                         "an empty baseline makes every z NaN and never alarms), so ")
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
@@ -218,11 +221,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("log_classify", "NumberReplacer",
      'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
      'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 0))), "bytes", 0)'):
-        "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through",
+        _UNIT_DEFAULT,
     ("log_classify", "NumberReplacer",
      'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 1))), "bytes", 0) -> '
      'return bounded_int(float(round(bounded_float(number, "size", 0, 1e21) * _UNITS.get(unit, 2))), "bytes", 0)'):
-        "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through",
+        _UNIT_DEFAULT,
     ("changepoint", "NumberReplacer", "min_sigma: float = 0.0 -> min_sigma: float = -1.0"):
         "equivalent: sigma is also at least 1e-300 > 0, so any floor <= 0 is no floor",
     ("changepoint", "NumberReplacer", "if alarm[0] < 0: -> if alarm[ -1] < 0:"):
@@ -230,11 +233,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("changepoint", "NumberReplacer", "return -1"):
         "equivalent: `_onset`'s caller only asks `i_found >= 0`, so -2 reads as -1",
     ("changepoint", "ReplaceComparisonOperator_GtE_Gt", "if i_found >= 0:"):
-        "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
-        "an empty baseline makes every z NaN and never alarms), so `> 0` and `>= 0` agree",
+        _ONSET_AFTER_BASELINE + "`> 0` and `>= 0` agree",
     ("changepoint", "NumberReplacer", "if i_found >= 0:"):
-        "equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
-        "an empty baseline makes every z NaN and never alarms), so `>= 1` and `>= 0` agree",
+        _ONSET_AFTER_BASELINE + "`>= 1` and `>= 0` agree",
     ("intervals", "ReplaceUnaryOperator_USub_UAdd", "prev_end[0] = -np.inf"):
         "equivalent: row 0 always starts a group (`new_group[0]` is True), so its `prev_end` is never read",
     ("intervals", "NumberReplacer", "prev_end[0] = -np.inf"):

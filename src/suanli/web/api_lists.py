@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
@@ -46,23 +46,24 @@ def _page(offset: int = Query(0, ge=0), limit: int = Query(100, ge=0, le=MAX_LIM
 
 
 PageArg = Annotated[Page, Depends(_page)]
+T = TypeVar("T")
 
 
-class _PerStep:
+class _PerStep(Generic[T]):
     """A view built once per analysis step (and inventory), not once per request: at 10,240 GPUs
-    the rows take longer to build than one page takes to cut."""
+    the rows (or the rack matrix of 1,280 x 1,280 pairs) take longer to build than to serve."""
 
-    def __init__(self, svc: Service, build: Callable[[], list[dict[str, Any]]]) -> None:
+    def __init__(self, svc: Service, build: Callable[[], T]) -> None:
         self.svc, self.build, self._lock = svc, build, threading.Lock()
         self._key: tuple[int, int] | None = None
-        self._rows: list[dict[str, Any]] = []
+        self._value: T | None = None
 
-    def rows(self) -> list[dict[str, Any]]:
+    def get(self) -> T:
         key = (self.svc.stepper.stats.steps, id(self.svc.inventory))
         with self._lock:
-            if key != self._key:
-                self._rows, self._key = self.build(), key
-            return self._rows
+            if key != self._key or self._value is None:
+                self._value, self._key = self.build(), key
+            return self._value
 
 
 class _CheckCache:
@@ -88,6 +89,10 @@ class _CheckCache:
             return self._doc
 
 
+def _heatmap(fabric: Callable[[], FabricResult | None], by: str) -> Callable[[], dict[str, Any]]:
+    return lambda: fabric_view(fabric(), by)
+
+
 def lists_router(svc: Service) -> APIRouter:
     r = APIRouter(prefix="/api/v1", dependencies=[Depends(svc.auth.require_read)], tags=["read"])
     checks = _CheckCache(svc)
@@ -101,6 +106,7 @@ def lists_router(svc: Service) -> APIRouter:
 
     gpus_rows = _PerStep(svc, lambda: gpu_rows(doc().get("predictions", []), svc.inventory))
     ports_rows = _PerStep(svc, lambda: port_rows(fabric_result(), svc.inventory))
+    heatmaps = {by: _PerStep(svc, _heatmap(fabric_result, by)) for by in ("auto", "node", "rack")}
 
     @r.get("/jobs", summary="The ledger per job: MFU, goodput, time split, cost, forecast")
     def jobs(page: PageArg) -> dict[str, Any]:
@@ -108,19 +114,19 @@ def lists_router(svc: Service) -> APIRouter:
 
     @r.get("/gpus", summary="GPUs: health score, P(DBE), recommendation, node and rack")
     def gpus(page: PageArg) -> dict[str, Any]:
-        return paginate(gpus_rows.rows(), page)
+        return paginate(gpus_rows.get(), page)
 
     @r.get("/gpus/racks", summary="GPU health aggregated by rack")
     def racks(page: PageArg, at_risk: float = Query(0.5, ge=0, le=1)) -> dict[str, Any]:
-        return paginate(rack_summary(gpus_rows.rows(), at_risk), page)
+        return paginate(rack_summary(gpus_rows.get(), at_risk), page)
 
     @r.get("/fabric", summary="The latency-ratio heatmap and the fabric's localisations")
     def fabric(by: str = Query("auto", pattern="^(auto|node|rack)$")) -> dict[str, Any]:
-        return fabric_view(fabric_result(), by)
+        return heatmaps[by].get()
 
     @r.get("/fabric/ports", summary="Switch ports and NICs with their error signals")
     def ports(page: PageArg) -> dict[str, Any]:
-        return paginate(ports_rows.rows(), page)
+        return paginate(ports_rows.get(), page)
 
     @r.get("/rules", summary="Each rule and how many of its alerts pend, fire and resolved")
     def rules(page: PageArg) -> dict[str, Any]:
