@@ -33,6 +33,7 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
             with state.lock:
                 status = state.failures.pop(0) if state.failures else 0
             if status > 0:
+                self._seen(status)
                 self.send_response(status)
                 if status == 429:
                     self.send_header("Retry-After", "0")
@@ -44,11 +45,17 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
                 resp = httpx.post(state.upstream + self.path, content=body, headers=headers, timeout=30)
                 answer = resp.content[:len(resp.content) // 2] if status == CUT else resp.content
                 status = resp.status_code
+                self._seen(status)
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
                 self.wfile.write(answer)
-            state.seen.append((self.path, dict(self.headers.items()), status))
+
+        def _seen(self, status: int) -> None:
+            # recorded before the answer is written: a client that has its answer may look at
+            # ``seen`` at once, before this thread would otherwise have got to it
+            with state.lock:
+                state.seen.append((self.path, dict(self.headers.items()), status))
 
         def log_message(self, *args: object) -> None:
             pass
