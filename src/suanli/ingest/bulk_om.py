@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import numpy as np
@@ -58,7 +57,9 @@ def _csv(path: Path) -> str:
 def _sample_rows(path: Path, ts_scale: float, stamp: float, cfg: OpenMetricsConfig) -> str:
     """(series_id, ts, value) for every line pass A calls a sample; a line that is not a plain
     sample gets a NULL value or ts (checked as the rows stream by: cheaper than a filter, which
-    DuckDB would inline and so parse every number twice)."""
+    DuckDB would inline and so parse every number twice). The rest after the series is split once
+    at its spaces, each check a column of the projection below the numbers (a check written inside
+    the CASE of a number is evaluated again there)."""
     b = DCGM_BLANK
     prefix = cfg.dcgm_prefix.replace("'", "''")
     rows = f"""
@@ -67,13 +68,13 @@ def _sample_rows(path: Path, ts_scale: float, stamp: float, cfg: OpenMetricsConf
       FROM {_csv(path)}
       WHERE NOT (a IS NOT NULL AND starts_with(a, '#')) AND (b IS NOT NULL OR strpos(a, ' ') > 0)"""
     split = f"""
-      SELECT st, rest[2:] AS r2, strpos(rest[2:], ' ') AS p,
-             st <> '' AND c IS NULL AND starts_with(rest, ' ') AND NOT contains(rest, '_')
+      SELECT st, parts, len(parts) AS n,
+             st <> '' AND c IS NULL AND len(parts) IN (2, 3) AND parts[1] = '' AND NOT contains(rest, '_')
              AND NOT contains(rest, chr(9)) AS plain
-      FROM ({rows})"""
+      FROM (SELECT st, rest, c, string_split(rest, ' ') AS parts FROM ({rows}))"""
     nums = f"""
-      SELECT st, CASE WHEN plain THEN TRY_CAST(CASE WHEN p = 0 THEN r2 ELSE r2[1:p - 1] END AS DOUBLE) END AS v,
-             CASE WHEN p = 0 THEN {stamp!r} ELSE TRY_CAST(r2[p + 1:] AS DOUBLE) * {ts_scale!r} END AS ts
+      SELECT st, CASE WHEN plain THEN TRY_CAST(parts[2] AS DOUBLE) END AS v,
+             CASE WHEN n = 2 THEN {stamp!r} ELSE TRY_CAST(parts[3] AS DOUBLE) * {ts_scale!r} END AS ts
       FROM ({split})"""
     return f"""
       SELECT hash(st) AS series_id, ts,
@@ -82,21 +83,38 @@ def _sample_rows(path: Path, ts_scale: float, stamp: float, cfg: OpenMetricsConf
       FROM ({nums})"""
 
 
-def _pass_a(con: duckdb.DuckDBPyConnection, path: Path) -> list[tuple[Any, ...]]:
-    """(kind, hash, comment text, series text, lines) per distinct series and comment; no number
-    parsing here (pass B counts the lines it could not take)."""
-    light = f"""
-      SELECT CASE WHEN a IS NOT NULL AND starts_with(a, '#') THEN 'comment'
-                  WHEN b IS NULL AND (a IS NULL OR trim(a) = '') THEN 'blank'
-                  WHEN b IS NOT NULL OR strpos(a, ' ') > 0 THEN 'ok' ELSE 'bad' END AS kind,
-             CASE WHEN b IS NOT NULL THEN a WHEN strpos(a, ' ') > 0 THEN a[1:strpos(a, ' ') - 1] ELSE '' END AS st,
-             a, b, c
-      FROM {_csv(path)}"""
-    return con.execute(f"""
-      SELECT kind, CASE WHEN kind = 'ok' THEN hash(st) END AS h,
-             CASE WHEN kind = 'comment' THEN a || coalesce('}}' || b, '') || coalesce('}}' || c, '') END AS comment,
-             any_value(CASE WHEN kind = 'ok' THEN st END), count(*)
-      FROM ({light}) GROUP BY ALL""").fetchall()
+Group = tuple[str, int | None, str | None, str | None, int]
+"""One line kind of pass A: (kind, series hash, comment text, series text, lines)."""
+
+
+def _pass_a(con: duckdb.DuckDBPyConnection, path: Path) -> list[Group]:
+    """The file's lines grouped: a sample line by the hash of its series text (pass B's series
+    id), a comment by its text, any other line by its text before the first space (no number
+    parsing here: pass B counts the lines it could not take). The key is cheap for the common
+    line, ``name{labels} rest``, whose columns past the first ``}`` are not read here: a comment
+    with a ``}`` is known by its text before it (enough for a HELP, the only one that may hold
+    one). What a group is, is told from one of its lines."""
+    groups = con.execute(f"""
+      SELECT b IS NULL AS single,
+             CASE WHEN b IS NOT NULL OR starts_with(a, '#') THEN hash(a)
+                  WHEN strpos(a, ' ') > 0 THEN hash(a[1:strpos(a, ' ') - 1])
+                  ELSE hash(a) END AS h,
+             any_value(a), count(*)
+      FROM {_csv(path)} GROUP BY ALL""").fetchall()
+    return [_group(*g) for g in groups]
+
+
+def _group(single: bool, h: int, a: str | None, n: int) -> Group:
+    if a is not None and a.startswith("#"):
+        if not single and a.split(None, 2)[1:2] != ["HELP"]:
+            return "bad", None, None, None, n          # a TYPE or UNIT holding a "}": the parser says
+        return "comment", None, a, None, n
+    if not single:
+        return "ok", h, None, a, n
+    if a is None or not a.strip(" "):                   # DuckDB's trim: spaces only
+        return "blank", None, None, None, n
+    space = a.find(" ")
+    return ("ok", h, None, a[:space], n) if space >= 0 else ("bad", None, None, None, n)
 
 
 def load_openmetrics(path: Path, txn: Transaction, resolver: Resolver | None, report: IngestReport,
@@ -175,7 +193,7 @@ class _Checked:
 Plan = tuple[dict[int, tuple[SeriesKey, int]], bool]   # series by hash, whether # EOF was seen
 
 
-def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: Resolver | None,
+def _plan(groups: list[Group], path: Path, fmt: str, resolver: Resolver | None,
           stamp: float, cfg: OpenMetricsConfig, tail: bytes) -> Plan | None:
     """Series keys by hash, or None when the file needs the streaming parser."""
     scratch = IngestReport()
@@ -186,7 +204,7 @@ def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: Resolve
     for kind, _, comment, _, n in groups:
         if kind == "bad":
             return None
-        if kind == "comment":
+        if kind == "comment" and comment is not None:
             if comment.rstrip() == "# EOF":
                 eof += n
             else:
@@ -195,7 +213,7 @@ def _plan(groups: list[tuple[Any, ...]], path: Path, fmt: str, resolver: Resolve
         return None
     keys: dict[int, tuple[SeriesKey, int]] = {}
     for kind, h, _, st, n in groups:
-        if kind != "ok":
+        if kind != "ok" or h is None or st is None:
             continue
         text = st if st.find("{") < 0 else st + "}"
         key = parser.series_for_text(text)

@@ -15,6 +15,9 @@ class LabelError(ValueError):
     """A label set that does not parse (the message says why)."""
 
 
+_PLAIN_SET = re.compile(r'\{(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*",)*(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")?\}')
+"""A label set with no spaces and no escapes (what exporters write): parsed by one ``findall``."""
+_PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 _PAIR = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*(,?)')
 _UNESCAPE = re.compile(r"\\(.)")
 
@@ -23,6 +26,12 @@ def parse_labels(text: str, start: int = 0) -> tuple[dict[str, str], int]:
     """Parse ``{a="x",b="y\\n"}`` starting at ``text[start] == "{"``; returns labels and the index
     after ``}``. Escapes ``\\\\``, ``\\"``, ``\\n``; spaces around names and commas and a trailing
     comma are tolerated. Raises :class:`LabelError`."""
+    plain = _PLAIN_SET.match(text, start)
+    if plain is not None:
+        pairs = _PLAIN_PAIR.findall(text, start, plain.end())
+        found = dict(pairs)
+        if len(found) == len(pairs):
+            return found, plain.end()
     labels: dict[str, str] = {}
     i = start + 1
     while True:

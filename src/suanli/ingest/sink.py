@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -50,9 +51,17 @@ POS_FIELD = pa.field("pos", _I)
 position in read order, 0 to n - 1 over all the rows of one append."""
 
 
+_NEEDS_ESCAPE = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
+"""A character ``json.dumps`` writes other than as itself: quote, backslash, control, non-ASCII."""
+
+
 def labels_json(key: SeriesKey) -> str:
-    """A key's labels as JSON text (a list of [name, value] pairs)."""
-    return json.dumps([list(p) for p in key.labels], separators=(",", ":"))
+    """A key's labels as JSON text (a list of [name, value] pairs), exactly as ``json.dumps``
+    writes it (series ids hash this text); joined directly when no character needs escaping."""
+    pairs = key.labels
+    if _NEEDS_ESCAPE.search("".join(k + v for k, v in pairs)) is None:
+        return "[" + ",".join(f'["{k}","{v}"]' for k, v in pairs) + "]"
+    return json.dumps([list(p) for p in pairs], separators=(",", ":"))
 
 
 @functools.lru_cache(maxsize=1 << 16)
