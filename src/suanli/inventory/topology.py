@@ -11,14 +11,13 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
-from suanli.inventory import graphs
 from suanli.inventory.fabric import Fabric, FabricConfig, stable_index
 from suanli.inventory.groups import CollectiveGroup, megatron_groups
 from suanli.inventory.model import rank_id
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from suanli.inventory.catalog import Inventory
 
 __all__ = ["Topology"]
@@ -83,16 +82,22 @@ class Topology:
     def physical(self) -> nx.DiGraph:
         """rack -> node -> gpu; node -> nic -> switch_port -> switch; switch -> port -> link -> port -> switch
         (links run from the lower tier up); rack -> pdu. Node attribute ``kind``."""
+        from suanli.inventory import graphs  # networkx, only for the graphs
+
         return graphs.physical(self.inv)
 
     @cached_property
     def logical(self) -> nx.DiGraph:
         """job -> rank -> gpu; job -> pod -> container; job -> sla; job -> storage."""
+        from suanli.inventory import graphs  # networkx, only for the graphs
+
         return graphs.logical(self.inv, self)
 
     @cached_property
     def dataflow(self) -> nx.DiGraph:
         """job -> collective group -> node pair -> nic / switch_port / link on its paths."""
+        from suanli.inventory import graphs  # networkx, only for the graphs
+
         return graphs.dataflow(self.inv, self)
 
     # -- fabric ---------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ NaN skipped): a reset adds no increase, a gap puts its increase at the sample af
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom, poisson
 
 from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
@@ -45,11 +44,15 @@ def sbe_significance(sbe: hw.CounterDelta) -> tuple[float, float]:
     span = float(ts[-1] - ts[0]) + step
     mid = float(ts[0]) - step + span / 2.0
     late = float(sbe.increments[ok][ts > mid].sum())
+    from scipy.stats import binom  # here: SciPy's import costs every CLI verb a second
+
     return span, float(binom.sf(late - 1, round(sbe.total), 0.5))
 
 
 def _background_tail(total: float, span_s: float, per_h: float) -> float:
     """P(N >= total) for N ~ Poisson(per_h x span)."""
+    from scipy.stats import poisson
+
     return float(poisson.sf(total - 1, per_h * span_s / _HOUR_S))
 
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import minimize
 
 from suanli.analysis.health.score import HealthWeights
 from suanli.errors import InputError
@@ -78,6 +77,8 @@ def refit_weights(terms: F64, failed: npt.ArrayLike, prior: HealthWeights = _DEF
                               f"{reason}: too few failures ({n_fail}), prior kept")
     base = float(np.log(max(y.mean(), 1e-6) / max(1 - y.mean(), 1e-6)))
     x0 = np.concatenate([[base, 1.0], prior.as_array()])
+    from scipy.optimize import minimize  # here: SciPy's import costs every CLI verb a second
+
     res = minimize(_nll, x0, args=(x_terms, y), method="SLSQP",
                    bounds=[(-30.0, 30.0), (0.0, 100.0), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0)],
                    constraints=[{"type": "eq", "fun": lambda x: float(np.sum(x[2:]) - 1.0)}],
