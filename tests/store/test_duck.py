@@ -7,10 +7,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from suanli.ingest.load import load_metrics
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
+from suanli.ingest.sink import POS_FIELD, SpanBatch
 from suanli.store.duck import DuckStore
 
 GPU0 = SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("UUID", "GPU-a"),), "gpu", "node-001/gpu0")
@@ -115,6 +117,26 @@ def test_spans_filters_and_order() -> None:
     assert f.span_id.tolist() == ["s0", "s2"]
     assert store.spans(steps=(1, 2)).span_id.tolist() == ["s2", "s3", "s4"]
     assert store.spans(start=2.6, end=3.2).span_id.tolist() == ["s3"]   # overlaps [3, 3.5] only
+
+
+def test_spans_come_in_write_order_when_written_out_of_it() -> None:
+    """Rows appended with their read position (the bulk readers' ``pos``) in reverse: the frame
+    follows the positions; without ids the three id columns are None and the rest is equal."""
+    store = DuckStore(None)
+    spans = [Span(f"t{i}", f"s{i}", None if i == 0 else "s0", "train_step", float(i), i + 0.5, "j", i, 10 + i,
+                  f"n/gpu{i}", "n") for i in range(4)]
+    table = SpanBatch.from_spans(spans).rows
+    table = table.append_column(POS_FIELD, pa.array([0, 1, 2, 3], pa.int64())).take([3, 2, 1, 0])
+    with store.transaction("x") as txn:
+        txn.append_spans(SpanBatch(table))
+        txn.commit()
+    f = store.spans(job_id="j")
+    assert f.span_id.tolist() == ["s0", "s1", "s2", "s3"] and f.step.tolist() == [10, 11, 12, 13]
+    assert f.parent_id.tolist() == [None, "s0", "s0", "s0"] and f.gpu_id.tolist()[3] == "n/gpu3"
+    lean = store.spans(job_id="j", ids=False)
+    assert lean.trace_id.tolist() == lean.span_id.tolist() == lean.parent_id.tolist() == [None] * 4
+    assert lean.start_s.tolist() == [0.0, 1.0, 2.0, 3.0] and lean.name.tolist() == ["train_step"] * 4
+    assert lean.rank.tolist() == f.rank.tolist() and lean.gpu_id.tolist() == f.gpu_id.tolist()
 
 
 def test_bulk_buffering_flushes_in_batches() -> None:

@@ -80,7 +80,10 @@ class Store(Protocol):
 
     def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
               start: float | None = None, end: float | None = None,
-              steps: tuple[int, int] | None = None) -> SpanFrame: ...
+              steps: tuple[int, int] | None = None, ids: bool = True) -> SpanFrame:
+        """Spans overlapping [start, end], in write order. ``ids=False`` leaves ``trace_id``,
+        ``span_id`` and ``parent_id`` unread (None in every row): one Python string per span
+        each, which no analysis reads, the most of a big job's read."""
 
     def span_attrs(self, job_id: str | None = None, name: str | None = None,
                    keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:

@@ -106,15 +106,15 @@ def job_facts(base: JobFacts, step_end: np.ndarray, step_s: np.ndarray, ckpt_end
 def job_arrays(store: Store, job_id: str, now_s: float) -> Arrays:
     """(step ends, step durations, checkpoint_save ends, init starts) of a job up to ``now_s``; a
     step runs from its first rank's start to its last rank's end."""
-    steps = store.spans(job_id=job_id, names=["train_step"], end=now_s)
+    steps = store.spans(job_id=job_id, names=["train_step"], end=now_s, ids=False)
     known = steps.step >= 0
     order = np.argsort(steps.step[known], kind="stable")
     nums, ends, starts = steps.step[known][order], steps.end_s[known][order], steps.start_s[known][order]
     if len(nums):
         _, first = np.unique(nums, return_index=True)
         ends, starts = np.maximum.reduceat(ends, first), np.minimum.reduceat(starts, first)
-    ckpt = store.spans(job_id=job_id, names=["checkpoint_save"], end=now_s)
-    init = store.spans(job_id=job_id, names=["init"], end=now_s)
+    ckpt = store.spans(job_id=job_id, names=["checkpoint_save"], end=now_s, ids=False)
+    init = store.spans(job_id=job_id, names=["init"], end=now_s, ids=False)
     return ends, ends - starts, ckpt.end_s, init.start_s
 
 

@@ -80,7 +80,7 @@ def job_frames(store: Store, inv: Inventory, span: tuple[float, float]) -> dict[
     """The phase spans of every inventory job that has some (read once, shared)."""
     out = {}
     for job_id in sorted(inv.jobs):
-        frame = store.spans(job_id, names=_PHASES, start=span[0], end=span[1])
+        frame = store.spans(job_id, names=_PHASES, start=span[0], end=span[1], ids=False)
         if len(frame):
             out[job_id] = frame
     return out

@@ -25,7 +25,7 @@ def step_times(store: Store, job_id: str, window: Window | None = None) -> tuple
     rank's end of its ``train_step`` spans (steps wait for the slowest rank) overlapping ``window``
     (None: all of them); spans without a step number are left out."""
     lo, hi = window if window is not None else (None, None)
-    frame = store.spans(job_id=job_id, names=["train_step"], start=lo, end=hi)
+    frame = store.spans(job_id=job_id, names=["train_step"], start=lo, end=hi, ids=False)
     known = frame.step >= 0
     if not known.any():
         return np.empty(0), np.empty(0)

@@ -169,12 +169,13 @@ def _rows(frame: SpanFrame, keep: npt.NDArray[np.bool_]) -> SpanFrame:
 def ledger_for_job(store: Store, inv: Inventory, job: Job, cfg: LedgerConfig, window: Window) -> JobLedger | None:
     """One job's ledger from its spans overlapping ``window``; None when there are none."""
     gp = cfg.goodput
-    steps = store.spans(job.id, [gp.step_span])
+    steps = store.spans(job.id, [gp.step_span], ids=False)
     attrs = store.span_attrs(job.id, gp.step_span, ["train.model_flops", "train.tokens"])
     keep = _overlapping(steps, window)       # attrs align with the unwindowed steps: select both alike
     steps = _rows(steps, keep)
     others = store.spans(job.id, [*gp.compute_phases, *gp.comm_phases, *gp.data_phases,
-                                  *gp.checkpoint_spans, *gp.init_spans], start=window.start, end=window.end)
+                                  *gp.checkpoint_spans, *gp.init_spans], start=window.start, end=window.end,
+                         ids=False)
     if len(steps) + len(others) == 0:
         return None
     flops, tokens = (_as_float(attrs.get(k), len(keep))[keep] for k in ("train.model_flops", "train.tokens"))

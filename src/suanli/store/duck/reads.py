@@ -158,30 +158,35 @@ class DuckReads:
 
     def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
               start: float | None = None, end: float | None = None,
-              steps: tuple[int, int] | None = None) -> SpanFrame:
-        """Spans overlapping [start, end], steps in [steps[0], steps[1]] (inclusive), in insertion order."""
+              steps: tuple[int, int] | None = None, ids: bool = True) -> SpanFrame:
+        """Spans overlapping [start, end], steps in [steps[0], steps[1]] (inclusive), in write
+        order (``seq``). ``ids=False``: the three ids are not read (None): half a big job's read."""
         where, params = self._span_where(job_id, names, start, end, steps)
+        id_cols = ", trace_id, span_id, parent_id" if ids else ""
         with self.lock:
             self.flush()
             res = self.con.execute(
                 "SELECT job_id, coalesce(rank, -1) AS rank, coalesce(step, -1) AS step, name, start_s, "
-                f"end_s, gpu_id, node_id, trace_id, span_id, parent_id FROM spans WHERE {where} "
-                "ORDER BY seq", params).fetchnumpy()
+                f"end_s, gpu_id, node_id{id_cols} FROM spans WHERE {where} ORDER BY seq", params).fetchnumpy()
 
-        def obj(col: str) -> npt.NDArray[np.object_]:
-            arr = res[col]
-            if isinstance(arr, np.ma.MaskedArray):
+        def col(name: str, dtype: Any) -> npt.NDArray[Any]:
+            arr = res[name]
+            if dtype is object and isinstance(arr, np.ma.MaskedArray):
                 data = np.array(arr.data, dtype=object)
                 data[np.ma.getmaskarray(arr)] = None
-                return data
-            return np.asarray(arr, dtype=object)
+                arr = data
+            return np.asarray(arr, dtype=dtype)
 
-        return SpanFrame(job_id=obj("job_id"), rank=np.asarray(res["rank"], dtype=np.int64),
-                         step=np.asarray(res["step"], dtype=np.int64), name=obj("name"),
-                         start_s=np.asarray(res["start_s"], dtype=np.float64),
-                         end_s=np.asarray(res["end_s"], dtype=np.float64), gpu_id=obj("gpu_id"),
-                         node_id=obj("node_id"), trace_id=obj("trace_id"), span_id=obj("span_id"),
-                         parent_id=obj("parent_id"))
+        none = np.full(len(res["start_s"]), None, dtype=object) if not ids else None
+
+        def id_col(name: str) -> npt.NDArray[np.object_]:
+            return col(name, object) if none is None else none
+
+        return SpanFrame(job_id=col("job_id", object), rank=col("rank", np.int64), step=col("step", np.int64),
+                         name=col("name", object), start_s=col("start_s", np.float64),
+                         end_s=col("end_s", np.float64), gpu_id=col("gpu_id", object),
+                         node_id=col("node_id", object), trace_id=id_col("trace_id"),
+                         span_id=id_col("span_id"), parent_id=id_col("parent_id"))
 
     def span_attrs(self, job_id: str | None = None, name: str | None = None,
                    keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:
