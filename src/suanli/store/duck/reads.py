@@ -101,14 +101,16 @@ class DuckReads:
             self.flush()
             self.con.register("_sel", sel)
             try:
-                res = self.con.execute(
-                    "SELECT m.canon AS series_id, s.ts, arg_max(s.value, s.rowid) AS value "
-                    "FROM samples s JOIN _sel m ON s.series_id = m.id WHERE s.ts >= $lo AND s.ts <= $hi "
-                    "GROUP BY m.canon, s.ts ORDER BY m.canon, s.ts", {"lo": lo, "hi": hi}).fetchnumpy()
+                res = self.con.execute(                  # sorted with the write order, the last kept
+                    "SELECT m.canon AS series_id, s.ts, s.value FROM samples s JOIN _sel m ON s.series_id = m.id "
+                    "WHERE s.ts >= $lo AND s.ts <= $hi ORDER BY m.canon, s.ts, s.rowid", {"lo": lo, "hi": hi}).fetchnumpy()
             finally:
                 self.con.unregister("_sel")
-        return (np.asarray(res["series_id"], dtype=np.uint64), np.asarray(res["ts"], dtype=np.float64),
-                np.asarray(res["value"], dtype=np.float64))
+        sid = np.asarray(res["series_id"], dtype=np.uint64)
+        ts = np.asarray(res["ts"], dtype=np.float64)
+        last = np.ones(len(sid), dtype=bool)            # the last write of each (series, ts) wins
+        last[:-1] = (sid[1:] != sid[:-1]) | (ts[1:] != ts[:-1])
+        return sid[last], ts[last], np.asarray(res["value"], dtype=np.float64)[last]
 
     def _per_series(self, metric: str, entity_ids: Sequence[str] | None, start: float | None,
                     end: float | None) -> list[tuple[SeriesKey, F64, F64]]:
