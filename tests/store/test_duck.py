@@ -139,6 +139,22 @@ def test_spans_come_in_write_order_when_written_out_of_it() -> None:
     assert lean.rank.tolist() == f.rank.tolist() and lean.gpu_id.tolist() == f.gpu_id.tolist()
 
 
+def test_span_numbers_are_the_json_numbers_only() -> None:
+    """Per span, in write order: an int or a float is itself, a bool, a string, a list, null or a
+    missing key is NaN (what the ledger takes as a step's FLOPs or tokens)."""
+    store = DuckStore(None)
+    values: list[object] = [3, 2.5, True, "7", [1], None, -4, 12345678901234567890, 1e300]
+    attrs = [{"train.tokens": v} for v in values] + [{}]
+    store.add_spans([Span("t", f"s{i}", None, "train_step", float(i), i + 0.5, "j", 0, i, None, None, a)
+                     for i, a in enumerate(attrs)])
+    got = store.span_numbers("j", "train_step", ["train.tokens", "absent"])
+    nan = math.nan
+    assert got["train.tokens"].tolist() == pytest.approx([3.0, 2.5, nan, nan, nan, nan, -4.0, 1.2345678901234567e19,
+                                                          1e300, nan], nan_ok=True)
+    assert np.isnan(got["absent"]).all() and len(got["absent"]) == 10
+    assert store.span_numbers("j", "nothing", ["train.tokens"])["train.tokens"].tolist() == []
+
+
 def test_bulk_buffering_flushes_in_batches() -> None:
     from suanli.store.duck import DuckStoreConfig
 

@@ -135,16 +135,6 @@ def _peak_and_price(job: Job, gpus: Sequence[str], inv: Inventory) -> tuple[floa
     return (float(np.mean(good)) if good else None, float(np.mean(prices)) if prices else None)
 
 
-def _as_float(col: npt.NDArray[np.object_] | None, n: int) -> F64:
-    if col is None or len(col) != n:
-        return np.full(n, np.nan)
-    out = np.full(n, np.nan)
-    for i, v in enumerate(col.tolist()):
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            out[i] = float(v)
-    return out
-
-
 def _metric_inputs(store: Store, cfg: LedgerConfig, gpus: list[str], start: float, end: float
                    ) -> tuple[float | None, float | None, float | None]:
     """(energy J, low-utilisation s, observed utilisation s) of the job's GPUs in [start, end]."""
@@ -170,7 +160,7 @@ def ledger_for_job(store: Store, inv: Inventory, job: Job, cfg: LedgerConfig, wi
     """One job's ledger from its spans overlapping ``window``; None when there are none."""
     gp = cfg.goodput
     steps = store.spans(job.id, [gp.step_span], ids=False)
-    attrs = store.span_attrs(job.id, gp.step_span, ["train.model_flops", "train.tokens"])
+    attrs = store.span_numbers(job.id, gp.step_span, ["train.model_flops", "train.tokens"])
     keep = _overlapping(steps, window)       # attrs align with the unwindowed steps: select both alike
     steps = _rows(steps, keep)
     others = store.spans(job.id, [*gp.compute_phases, *gp.comm_phases, *gp.data_phases,
@@ -178,7 +168,7 @@ def ledger_for_job(store: Store, inv: Inventory, job: Job, cfg: LedgerConfig, wi
                          ids=False)
     if len(steps) + len(others) == 0:
         return None
-    flops, tokens = (_as_float(attrs.get(k), len(keep))[keep] for k in ("train.model_flops", "train.tokens"))
+    flops, tokens = (attrs[k][keep] for k in ("train.model_flops", "train.tokens"))
     split = split_job(steps, others, gp, flops, tokens, window_end_s=window.end)
     gpus = _job_gpus(job, steps)
     peak, price = _peak_and_price(job, gpus, inv)

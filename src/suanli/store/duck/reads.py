@@ -43,6 +43,11 @@ def _where(*filters: tuple[object, str, dict[str, Any]]) -> tuple[str, dict[str,
     return " AND ".join(where), params
 
 
+def _key_paths(keys: Sequence[str]) -> dict[str, str]:
+    """JSON paths of attribute keys (``$."train.tokens"``) as query parameters ``k0``, ``k1`` ..."""
+    return {f"k{i}": '$."' + k.replace('"', '\\"') + '"' for i, k in enumerate(keys)}
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.integer):
         return int(value)
@@ -190,12 +195,26 @@ class DuckReads:
                          node_id=col("node_id", object), trace_id=id_col("trace_id"),
                          span_id=id_col("span_id"), parent_id=id_col("parent_id"))
 
+    def span_numbers(self, job_id: str | None = None, name: str | None = None,
+                     keys: Sequence[str] = ()) -> dict[str, F64]:
+        """Numbers pulled out of the JSON in SQL (JSON's integer and real types; a bool, a string
+        or a list is NaN), no Python value per span."""
+        where, params = self._span_where(job_id, None if name is None else [name], None, None, None)
+        cols = ", ".join(f"CASE WHEN json_type(attrs, $k{i}) IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
+                         f"THEN json_extract(attrs, $k{i})::DOUBLE END AS k{i}" for i in range(len(keys))) or "1"
+        params.update(_key_paths(keys))
+        with self.lock:
+            self.flush()
+            res = self.con.execute(f"SELECT {cols} FROM spans WHERE {where} ORDER BY seq", params).fetchnumpy()
+        return {k: np.ma.filled(np.ma.asarray(res[f"k{i}"], dtype=np.float64), np.nan).astype(np.float64)
+                for i, k in enumerate(keys)}
+
     def span_attrs(self, job_id: str | None = None, name: str | None = None,
                    keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:
         """Only the asked keys are pulled out of the JSON (in SQL), decoded once per distinct value."""
         where, params = self._span_where(job_id, None if name is None else [name], None, None, None)
         cols = ", ".join(f"json_extract(attrs, $k{i})" for i in range(len(keys))) or "1"
-        params.update({f"k{i}": '$."' + k.replace('"', '\\"') + '"' for i, k in enumerate(keys)})
+        params.update(_key_paths(keys))
         with self.lock:
             self.flush()
             rows = self.con.execute(f"SELECT {cols} FROM spans WHERE {where} ORDER BY seq", params).fetchall()
