@@ -410,8 +410,30 @@ def _pct(x: float) -> str:
     return "not run" if x != x else f"{x:.1f} %"
 
 
+def _previous() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The table rows and survivor lines of the existing ``mutation.md``, by module: what a
+    module whose session is gone (or was measured elsewhere) keeps."""
+    rows: dict[str, str] = {}
+    survivors: dict[str, list[str]] = {}
+    section: list[str] | None = None
+    text = RESULT_MD.read_text(encoding="utf-8") if RESULT_MD.exists() else ""
+    for line in text.splitlines():
+        if (m := re.match(r"\| (\w+) \| `", line)) and m.group(1) in MODULES:
+            rows[m.group(1)] = line
+        elif line.startswith("### survivors: "):
+            section = survivors.setdefault(line.removeprefix("### survivors: ").strip(), [])
+        elif line.startswith("#"):
+            section = None
+        elif section is not None and line.startswith("- "):
+            section.append(line)
+    return rows, survivors
+
+
 def write_report(names: list[str]) -> Path:
-    scores = [s for s in (score(n) for n in names) if s is not None]
+    """Rewrite ``mutation.md``: modules with a session are scored from it; the others keep their
+    row and survivors from the existing file."""
+    scores = {s.name: s for s in (score(n) for n in names) if s is not None}
+    old_rows, old_survivors = _previous()
     out = ["## mutation", "",
            "Mutation testing with cosmic-ray 8.7 (`make mutate`, `bench/mutation/mutate.py`): per module, the "
            "mutants of the classic operator set, each run against that module's tests. Killed includes "
@@ -419,20 +441,23 @@ def write_report(names: list[str]) -> Path:
            "were left when time ran out.", "",
            "| module | file | mutants | killed | survived | equivalent | not run | score |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for s in scores:
-        survived = s.total - s.pending - s.killed - s.equivalent
-        out.append(f"| {s.name} | `{MODULES[s.name].path}` | {s.total} | {s.killed} | {survived} | "
-                   f"{s.equivalent} | {s.pending} | {_pct(s.percent)} |")
-    missing = [n for n in MODULES if n not in {s.name for s in scores}]
+    for n in names:
+        if (s := scores.get(n)) is not None:
+            survived = s.total - s.pending - s.killed - s.equivalent
+            out.append(f"| {s.name} | `{MODULES[s.name].path}` | {s.total} | {s.killed} | {survived} | "
+                       f"{s.equivalent} | {s.pending} | {_pct(s.percent)} |")
+        elif n in old_rows:
+            out.append(old_rows[n])
+    missing = [n for n in MODULES if n not in scores and n not in old_rows]
     if missing:
         out += ["", "Not run yet (no session): " + ", ".join(f"`{n}`" for n in missing) + "."]
-    for s in scores:
-        if not s.survivors:
-            continue
-        out += ["", f"### survivors: {s.name}", ""]
-        for v in s.survivors:
-            why = v["why"] or "not yet examined"
-            out.append(f"- line {v['line']}, {v['operator']}: `{v['source']}` — {why}")
+    for n in names:
+        s = scores.get(n)
+        lines = old_survivors.get(n, []) if s is None else [
+            f"- line {v['line']}, {v['operator']}: `{v['source']}` — {v['why'] or 'not yet examined'}"
+            for v in s.survivors]
+        if lines:
+            out += ["", f"### survivors: {n}", "", *lines]
     RESULT_MD.write_text("\n".join(out) + "\n", encoding="utf-8")
     return RESULT_MD
 
