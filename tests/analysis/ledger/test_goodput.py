@@ -148,3 +148,61 @@ def test_job_that_stops_before_the_window_ends_is_down() -> None:
     # A window end only 20 s after the last span (< 3 medians) changes nothing.
     same = split_job(frame, others, GoodputConfig(), window_end_s=T0 + 50.0)
     assert same.wall_s == pytest.approx(30.0)
+
+
+def test_a_step_run_again_under_the_same_number_is_a_rollback() -> None:
+    # Bare 10 s steps (no phases: compute): 1 [0,10], 2 [10,20], then step 2 again [25,35]
+    # after a 5 s gap (< 3 x median 10 s, no restart span). The repeat's number is not above
+    # the step before (2 <= 2): a rollback, so the gap 20..25 is failure downtime (5 s), not
+    # idle, and the first run of step 2 is lost (10 s). Wall 35 = compute 20 + lost 10 + down 5.
+    rows: list[Row] = [(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, 2, "train_step", 25, 35)]
+    got = _split(rows)
+    assert got.gpu_s["compute"] == pytest.approx(20.0)
+    assert got.gpu_s["failure_lost_progress"] == pytest.approx(10.0)
+    assert got.gpu_s["failure_downtime"] == pytest.approx(5.0)
+    assert got.gpu_s["idle"] == pytest.approx(0.0)
+    assert [(a - T0, b - T0) for a, b in got.interruptions] == [pytest.approx((20.0, 25.0))]
+
+
+def test_a_restart_after_the_first_step_marks_the_long_gap_a_failure() -> None:
+    # One rank: step 1 [0,10], a crash, init [50,60], step 2 [60,70] (numbers go on: no rollback).
+    # The init follows the job's very first step row; the gap 10..60 = 50 s > 3 x median 10 s
+    # holds it, so all 50 s are failure downtime (the init inside too): compute 20, init 0,
+    # idle 0, wall 70.
+    rows: list[Row] = [(0, 1, "train_step", 0, 10), (0, -1, "init", 50, 60), (0, 2, "train_step", 60, 70)]
+    got = _split(rows)
+    assert got.wall_s == pytest.approx(70.0)
+    assert got.gpu_s["failure_downtime"] == pytest.approx(50.0)
+    assert got.gpu_s["compute"] == pytest.approx(20.0)
+    assert got.gpu_s["init"] == 0.0 and got.gpu_s["idle"] == 0.0
+    assert [(a - T0, b - T0) for a, b in got.interruptions] == [pytest.approx((10.0, 60.0))]
+
+
+def test_checkpoint_and_init_spans_without_a_rank_are_skipped() -> None:
+    # Steps [0,10] and [12,22] on rank 0; a checkpoint_save at 10..12 and an init at 22..30 with
+    # no rank (-1) belong to no GPU: both skipped, the wall stays 0..22, and 10..12 is idle (2 s).
+    rows: list[Row] = [(0, 0, "train_step", 0, 10), (0, 1, "train_step", 12, 22),
+                       (-1, -1, "checkpoint_save", 10, 12), (-1, -1, "init", 22, 30)]
+    got = _split(rows)
+    assert got.wall_s == pytest.approx(22.0)
+    assert got.skipped_spans == 2
+    assert got.gpu_s["checkpoint"] == 0.0 and got.gpu_s["init"] == 0.0
+    assert got.gpu_s["idle"] == pytest.approx(2.0)
+    assert got.gpu_s["compute"] == pytest.approx(20.0)
+
+
+def test_down_means_more_than_the_gap_limit_before_the_end() -> None:
+    # Exactly 3 x median (10 s) = 30 s is not "more than": (a) 3 steps 0..30 with the window
+    # ending at 60 keep the wall at 30 with no downtime; (b) rank 0 steps 0..60, rank 1 steps
+    # 0..30: rank 1's last 30 s are idle, not failure (2 x 60 = 120 GPU-s: compute 90, idle 30).
+    rows: list[Row] = [(0, k, "train_step", 10.0 * k, 10.0 * k + 10) for k in range(3)]
+    steps, _ = split_rows(rows)
+    got = split_job(make_frame(steps, t0=T0), make_frame([], t0=T0), GoodputConfig(), window_end_s=T0 + 60.0)
+    assert got.wall_s == pytest.approx(30.0)
+    assert got.gpu_s["failure_downtime"] == 0.0 and got.interruptions == []
+    two = _split([(0, k, "train_step", 10.0 * k, 10.0 * k + 10) for k in range(6)]
+                 + [(1, k, "train_step", 10.0 * k, 10.0 * k + 10) for k in range(3)])
+    assert two.wall_s == pytest.approx(60.0)
+    assert two.gpu_s["failure_downtime"] == 0.0 and two.interruptions == []
+    assert two.gpu_s["idle"] == pytest.approx(30.0)
+    assert two.gpu_s["compute"] == pytest.approx(90.0)
