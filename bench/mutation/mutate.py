@@ -257,6 +257,17 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "neg = prefix_max_before(group[::- 2].max() - group[::-1] if len(group) else group, -values[::-1])"):
         "equivalent: `group[::-2].max()` still holds the first element of the reversed groups, the "
         "largest (rows are sorted by group)",
+    ("goodput", "NumberReplacer", "return np.where(ok, pos, -1).astype(np.int64) -> "
+     "return np.where(ok, pos, - 2).astype(np.int64)"):
+        "equivalent: `locate`'s callers only ask `row >= 0` / `restart_row >= 0`, so -2 reads as -1",
+    ("goodput", "NumberReplacer", "prev_step[0] = 0"):
+        "equivalent: row 0 always starts a rank (`first[0]` is True), so `rollback[0]` is False whatever "
+        "`prev_step[0]` holds (with `prev_step[-1] = 0` it is left unset, and `prev_step[-1]` is "
+        "overwritten by `prev_step[1:] = ...` or is row 0 itself)",
+    ("goodput", "NumberReplacer", "prev_end[0] = 0.0"):
+        "equivalent: row 0 always starts a rank (`first[0]` is True), so `fail[0]` is False and "
+        "`prev_end[0]` is never read (with `prev_end[-1] = 0.0` it is left unset, and `prev_end[-1]` is "
+        "overwritten by `prev_end[1:] = ...` or is row 0 itself)",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 

@@ -165,17 +165,23 @@ def test_a_step_run_again_under_the_same_number_is_a_rollback() -> None:
 
 
 def test_a_restart_after_the_first_step_marks_the_long_gap_a_failure() -> None:
-    # One rank: step 1 [0,10], a crash, init [50,60], step 2 [60,70] (numbers go on: no rollback).
-    # The init follows the job's very first step row; the gap 10..60 = 50 s > 3 x median 10 s
-    # holds it, so all 50 s are failure downtime (the init inside too): compute 20, init 0,
-    # idle 0, wall 70.
-    rows: list[Row] = [(0, 1, "train_step", 0, 10), (0, -1, "init", 50, 60), (0, 2, "train_step", 60, 70)]
+    # One rank: step 1 [0,10], a crash, init [50,60], steps 2 [60,70] and 3 [70,80] (numbers go
+    # on: no rollback). The init follows the job's very first step row (row 0), so the row after
+    # it (step 2) has a restart; its gap 10..60 = 50 s > 3 x median 10 s holds it: all 50 s are
+    # failure downtime (the init inside too): compute 30, init 0, idle 0, wall 80.
+    rows: list[Row] = [(0, 1, "train_step", 0, 10), (0, -1, "init", 50, 60), (0, 2, "train_step", 60, 70),
+                       (0, 3, "train_step", 70, 80)]
     got = _split(rows)
-    assert got.wall_s == pytest.approx(70.0)
+    assert got.wall_s == pytest.approx(80.0)
     assert got.gpu_s["failure_downtime"] == pytest.approx(50.0)
-    assert got.gpu_s["compute"] == pytest.approx(20.0)
+    assert got.gpu_s["compute"] == pytest.approx(30.0)
     assert got.gpu_s["init"] == 0.0 and got.gpu_s["idle"] == 0.0
     assert [(a - T0, b - T0) for a, b in got.interruptions] == [pytest.approx((10.0, 60.0))]
+    # An init after a rank's last step has no next step to mark: steps [0,10], [10,20], init
+    # [25,30]: wall 30 = compute 20 + init 5 + idle 5 (20..25); the rank ends 10 s < 30 s early.
+    end = _split([(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, -1, "init", 25, 30)])
+    assert end.gpu_s["init"] == pytest.approx(5.0) and end.gpu_s["idle"] == pytest.approx(5.0)
+    assert end.gpu_s["failure_downtime"] == 0.0 and end.interruptions == []
 
 
 def test_checkpoint_and_init_spans_without_a_rank_are_skipped() -> None:
@@ -206,3 +212,29 @@ def test_down_means_more_than_the_gap_limit_before_the_end() -> None:
     assert two.gpu_s["failure_downtime"] == 0.0 and two.interruptions == []
     assert two.gpu_s["idle"] == pytest.approx(30.0)
     assert two.gpu_s["compute"] == pytest.approx(90.0)
+
+
+def test_the_job_starts_at_its_earliest_rank() -> None:
+    # Bare steps (compute): rank 0 [5,15], rank 1 [0,10]. The wall is 0..15 (rank 1 starts
+    # first): 2 x 15 = 30 GPU-s = compute 20 + idle 10 (rank 0 0..5, rank 1 10..15).
+    got = _split([(0, 0, "train_step", 5, 15), (1, 0, "train_step", 0, 10)])
+    assert got.wall_s == pytest.approx(15.0)
+    assert got.gpu_s["compute"] == pytest.approx(20.0)
+    assert got.gpu_s["idle"] == pytest.approx(10.0)
+
+
+def test_a_child_late_in_the_wall_stays_with_its_own_rank() -> None:
+    # Two ranks, one 10 s step each (the wall is 10 s): forward 0..6, backward 6..9.5, allreduce
+    # 9.5..10. Rank 0's allreduce starts 9.5 s in, more than wall - 1 s: it must still be found
+    # in rank 0's step (not skipped): compute 2 x 9.5 = 19, exposed comm 2 x 0.5 = 1 (equal on
+    # both ranks: no straggler wait), step_other 0, nothing skipped.
+    rows: list[Row] = []
+    for r in (0, 1):
+        rows += [(r, 0, "train_step", 0, 10), (r, -1, "forward", 0, 6), (r, -1, "backward", 6, 9.5),
+                 (r, -1, "allreduce", 9.5, 10)]
+    got = _split(rows)
+    assert got.skipped_spans == 0
+    assert got.gpu_s["compute"] == pytest.approx(19.0)
+    assert got.gpu_s["exposed_communication"] == pytest.approx(1.0)
+    assert got.gpu_s["straggler_wait"] == 0.0
+    assert got.gpu_s["step_other"] == pytest.approx(0.0)
