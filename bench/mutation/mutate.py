@@ -268,6 +268,16 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: row 0 always starts a rank (`first[0]` is True), so `fail[0]` is False and "
         "`prev_end[0]` is never read (with `prev_end[-1] = 0.0` it is left unset, and `prev_end[-1]` is "
         "overwritten by `prev_end[1:] = ...` or is row 0 itself)",
+    ("goodput", "NumberReplacer",
+     "if (step < 0).any():                       # no step numbers: number each rank's steps in order -> "
+     "if (step < 1).any():                       # no step numbers: number each rank's steps in order"):
+        "equivalent: the branch only replaces steps `< 0` (`np.where(step < 0, ordinal, step)`), so "
+        "entering it when the smallest number is 0 changes nothing",
+    ("goodput", "NumberReplacer", "st = _step_rows(steps, t0, step_flops, step_tokens, key_span=wall + 1.0)"):
+        "equivalent: any `key_span >= wall` keeps rank r's keys (starts in [0, wall]) at or below rank "
+        "r+1's; `locate` matters only for a child starting before its step's end (< wall) and for a "
+        "restart whose next row is of the same rank, and a query at t = wall can only find rank r's "
+        "last row, whose next row is another rank's",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 

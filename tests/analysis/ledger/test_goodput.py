@@ -129,6 +129,13 @@ def test_empty_and_categories() -> None:
     got = _split([])
     assert got.n_ranks == 0 and set(got.gpu_s) == set(CATEGORIES)
     assert np.isnan(got.median_step_s)
+    # no span has a rank: nothing to split; the wall is 0..0, the step table empty, both spans skipped
+    none = _split([(-1, -1, "train_step", 0, 10), (-1, -1, "forward", 0, 5)])
+    assert (none.start_s, none.end_s, none.n_ranks, none.skipped_spans) == (0.0, 0.0, 0, 2)
+    assert all(v == 0.0 for v in none.gpu_s.values())
+    table = none.steps
+    assert [len(a) for a in (table.step, table.start_s, table.end_s, table.n_ranks, table.compute_s,
+                             table.flops, table.tokens)] == [0] * 7
 
 
 def test_job_that_stops_before_the_window_ends_is_down() -> None:
@@ -182,6 +189,12 @@ def test_a_restart_after_the_first_step_marks_the_long_gap_a_failure() -> None:
     end = _split([(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, -1, "init", 25, 30)])
     assert end.gpu_s["init"] == pytest.approx(5.0) and end.gpu_s["idle"] == pytest.approx(5.0)
     assert end.gpu_s["failure_downtime"] == 0.0 and end.interruptions == []
+    # A restart after a later row: steps 1 [0,10], 2 [10,20], init [60,70], 3 [70,80]: the init
+    # follows row 1, so step 3 has a restart; gap 20..70 = 50 s > 30 s: failure downtime 50.
+    mid = _split([(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, -1, "init", 60, 70),
+                  (0, 3, "train_step", 70, 80)])
+    assert mid.gpu_s["failure_downtime"] == pytest.approx(50.0)
+    assert mid.gpu_s["init"] == 0.0 and mid.gpu_s["idle"] == 0.0
 
 
 def test_checkpoint_and_init_spans_without_a_rank_are_skipped() -> None:
@@ -221,6 +234,12 @@ def test_the_job_starts_at_its_earliest_rank() -> None:
     assert got.wall_s == pytest.approx(15.0)
     assert got.gpu_s["compute"] == pytest.approx(20.0)
     assert got.gpu_s["idle"] == pytest.approx(10.0)
+    # rank 0's init [0,5] starts the job and its checkpoint_save [15,18] after its only step
+    # [5,15] ends it: wall 18 = init 5 + compute 10 + checkpoint 3.
+    one = _split([(0, -1, "init", 0, 5), (0, 0, "train_step", 5, 15), (0, -1, "checkpoint_save", 15, 18)])
+    assert one.wall_s == pytest.approx(18.0)
+    assert (one.gpu_s["init"], one.gpu_s["compute"], one.gpu_s["checkpoint"]) == pytest.approx((5.0, 10.0, 3.0))
+    assert one.gpu_s["idle"] == pytest.approx(0.0)
 
 
 def test_a_child_late_in_the_wall_stays_with_its_own_rank() -> None:
@@ -238,3 +257,31 @@ def test_a_child_late_in_the_wall_stays_with_its_own_rank() -> None:
     assert got.gpu_s["exposed_communication"] == pytest.approx(1.0)
     assert got.gpu_s["straggler_wait"] == 0.0
     assert got.gpu_s["step_other"] == pytest.approx(0.0)
+
+
+def test_a_numbered_step_keeps_its_number_among_unnumbered_ones() -> None:
+    # Rank 0: an unnumbered step [0,10] (its ordinal in the rank: 0), then one numbered 0
+    # [10,20]. The numbered one keeps 0, so it repeats step 0: the first run is lost (10 s) and the
+    # table holds one step 0 (the second run, 10 s of compute).
+    got = _split([(0, -1, "train_step", 0, 10), (0, 0, "train_step", 10, 20)])
+    assert got.steps.step.tolist() == [0]
+    assert got.gpu_s["failure_lost_progress"] == pytest.approx(10.0)
+    assert got.gpu_s["compute"] == pytest.approx(10.0)
+
+
+def test_a_rank_whose_only_step_has_no_length_adds_nothing() -> None:
+    # Rank 0 a 10 s step; rank 1 only a zero-length step at 4 s (no productive time to scale
+    # by). Wall 10 x 2 ranks = 20 GPU-s = compute 10 + idle 10 (median step 5 s: rank 1 ends 6 s
+    # before the end, not more than 15 s, so it is not down).
+    got = _split([(0, 0, "train_step", 0, 10), (1, 0, "train_step", 4, 4)])
+    assert got.gpu_s["compute"] == pytest.approx(10.0)
+    assert got.gpu_s["idle"] == pytest.approx(10.0)
+    assert sum(got.gpu_s.values()) == pytest.approx(20.0)
+
+
+def test_an_init_that_ends_within_the_first_second_counts_its_own_length() -> None:
+    # init [0,0.5], idle 0.5..2, step [2,12]: wall 12 = init 0.5 + idle 1.5 + compute 10.
+    got = _split([(0, -1, "init", 0, 0.5), (0, 0, "train_step", 2, 12)])
+    assert got.gpu_s["init"] == pytest.approx(0.5)
+    assert got.gpu_s["idle"] == pytest.approx(1.5)
+    assert got.gpu_s["compute"] == pytest.approx(10.0)
