@@ -10,6 +10,8 @@ import pytest
 from suanli.analysis.health.degradation import (
     DegradationConfig,
     FleetPrior,
+    _expm1_over_x,
+    _penalised_ll,
     bin_event_times,
     fit_dbe_ratio,
     fit_nhpp,
@@ -122,3 +124,98 @@ def test_dbe_ratio_gamma_poisson() -> None:
     assert fit_dbe_ratio(0, 0, cfg) == pytest.approx(1e-3)
     # 10 DBE over 2000 SBE with a 2-pseudo-DBE prior: (10 + 2) / (2000 + 2000) = 3e-3
     assert fit_dbe_ratio(10, 2000, cfg) == pytest.approx(3e-3)
+
+
+def test_bins_edges_and_cover_by_hand() -> None:
+    # Two GPUs watched 1 day and 0.51 day: t_max 1 d / bin_days 0.25 = 4 bins < min_bins 48, so
+    # 48 bins of 1/48 d. GPU 0's events at 0.1, 0.1, 0.9 d and 1.5 d (after t_max: clipped into the
+    # last bin) fall in bins 4 (0.1 x 48 = 4.8), 43 (43.2) and 47. GPU 1's cover is 1 up to bin
+    # 23, (0.51 - 24/48) x 48 = 0.48 in bin 24 and 0 after.
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.array([0.1, 0.1, 0.9, 1.5]), np.zeros(0)], np.array([1.0, 0.51]), cfg)
+    assert counts.shape == (2, 48) and edges.tolist() == pytest.approx(np.arange(49) / 48)
+    assert {int(j): counts[0, j] for j in np.flatnonzero(counts[0])} == {4: 2.0, 43: 1.0, 47: 1.0}
+    assert counts[1].sum() == 0.0
+    assert cover[0].tolist() == [1.0] * 48
+    assert cover[1].tolist() == pytest.approx([1.0] * 24 + [0.48] + [0.0] * 23)
+    # 30 days: ceil(30 / 0.25) = 120 bins of 0.25 d
+    _, edges30, _ = bin_event_times([np.zeros(0)], np.array([30.0]), cfg)
+    assert len(edges30) == 121 and edges30[1] == pytest.approx(0.25)
+    # No history (0 days, or no GPU at all): the bins span 0..1 d; a GPU watched 0 days covers none
+    c0, e0, cv0 = bin_event_times([np.zeros(0)], np.array([0.0]), cfg)
+    assert e0[-1] == 1.0 and cv0.tolist() == [[0.0] * 48] and c0.sum() == 0.0
+    c_none, e_none, cv_none = bin_event_times([], np.zeros(0), cfg)
+    assert c_none.shape == (0, 48) and e_none[-1] == 1.0 and cv_none.shape == (0, 48)
+
+
+def test_expm1_over_x_is_the_series_near_zero() -> None:
+    # (e^x - 1) / x = 1 + x/2 + x^2/6 + ...: at x = +-1e-9 that is 1 +- 5e-10 (x^2/6 ~ 2e-19 is
+    # below a double's resolution); 1 at 0; (e^0.5 - 1) / 0.5 = 1.2974425414 (no shortcut there).
+    x = np.array([-1e-9, 0.0, 1e-9, 0.5])
+    got = _expm1_over_x(x)
+    assert got.tolist() == pytest.approx([1 - 5e-10, 1.0, 1 + 5e-10, 1.2974425414002564], rel=1e-15, abs=0)
+
+
+def test_a_gpu_without_events_sits_at_the_default_prior() -> None:
+    # One GPU, no SBE in 15 minutes (T = 0.0104 d), the configured prior (one GPU: no empirical
+    # Bayes). The likelihood is only -(e^u + e^v) T, so the mode is the prior mean moved by
+    # -sd^2 e^u T: u = -4 - 2.25 x 0.0183 x 0.0104 = -4.0004, v = -6 - 2.25 x 0.0025 x 0.0104
+    # = -6.0001, beta = 0; the Laplace covariance is the prior's, diag(1.5^2, 1.5^2, 0.1^2).
+    t_days = 15 / 1440
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.zeros(0)], np.array([t_days]), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    assert fit.theta[0].tolist() == pytest.approx([-4.0004, -6.0001, 0.0], abs=1e-4)
+    assert np.diag(fit.cov[0]).tolist() == pytest.approx([2.25, 2.25, 0.01], rel=1e-3)
+    assert fit.prior.mean.tolist() == [-4.0, -6.0, 0.0] and fit.prior.sd.tolist() == [1.5, 1.5, 0.1]
+
+
+def test_the_laplace_covariance_is_the_inverse_hessian_at_the_mode() -> None:
+    # One GPU, lambda(t) = 2 + 1 e^(0.1 t) over 10 days (~37 events), fixed prior: the mode is a
+    # stationary point of the penalised log-likelihood (central differences, h = 1e-4) and the
+    # covariance is the inverse of its negative Hessian there (the observed information).
+    rng = np.random.default_rng(5)
+    events = [_simulate(rng, 2.0, 1.0, 0.1, 0.0, 10.0)]
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times(events, np.array([10.0]), cfg)
+    prior = FleetPrior(np.array(cfg.prior_mean), np.array(cfg.prior_sd))
+    fit = fit_nhpp(counts, edges, cover, cfg, prior=prior)
+    mid, width, th, h = 0.5 * (edges[1:] + edges[:-1]), np.diff(edges), fit.theta[0], 1e-4
+
+    def ll(x: np.ndarray) -> float:
+        return float(_penalised_ll(x[None, :], counts, mid, width, cover, prior)[0])
+
+    eye = np.eye(3) * h
+    grad = [(ll(th + eye[i]) - ll(th - eye[i])) / (2 * h) for i in range(3)]
+    assert grad == pytest.approx([0.0] * 3, abs=1e-3)
+    hess = np.array([[(ll(th + eye[i] + eye[j]) - ll(th + eye[i] - eye[j]) - ll(th - eye[i] + eye[j])
+                       + ll(th - eye[i] - eye[j])) / (4 * h * h) for j in range(3)] for i in range(3)])
+    assert fit.cov[0] == pytest.approx(np.linalg.inv(-hess), rel=1e-4, abs=1e-8)
+
+
+def test_an_overflowing_empty_bin_makes_the_likelihood_minus_infinity() -> None:
+    # A trial step so wild that one bin's expected count overflows (e^800): with no event in the
+    # bin its term is 0 - inf = -inf, so the step is rejected as worse (NaN would not compare).
+    prior = FleetPrior(np.zeros(3), np.ones(3))
+    theta = np.array([[0.0, 800.0, 0.0]])
+    one = np.ones(1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = _penalised_ll(theta, np.zeros((1, 1)), 0.5 * one, one, one[None, :], prior)
+    assert got.tolist() == [-np.inf]
+
+
+@pytest.mark.parametrize(("n", "events", "active", "eb"), [
+    (30, 100, 20, True), (29, 100, 20, False), (30, 99, 20, False), (30, 100, 19, False)])
+def test_empirical_bayes_needs_30_gpus_100_events_and_20_active(n: int, events: int, active: int,
+                                                                eb: bool) -> None:
+    # The fleet prior is re-estimated only with >= eb_min_gpus (30) GPUs, >= eb_min_events (100)
+    # SBEs and >= eb_min_active_gpus (20) GPUs with an SBE; one short of any keeps the configured
+    # prior N((-4, -6, 0), diag(1.5, 1.5, 0.1)^2) exactly. Events: spread evenly over the
+    # active GPUs (the remainder on the first), all at mid-history, 1 day watched.
+    cfg = DegradationConfig()
+    per = [events // active + (events % active if i == 0 else 0) for i in range(active)] + [0] * (n - active)
+    counts, edges, cover = bin_event_times([np.full(k, 0.5) for k in per], np.ones(n), cfg)
+    assert counts.sum() == events
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    configured = fit.prior.mean.tolist() == [-4.0, -6.0, 0.0] and fit.prior.sd.tolist() == [1.5, 1.5, 0.1]
+    assert configured is not eb
