@@ -98,6 +98,11 @@ EXCLUDE = "core/(?!(" + "|".join(KEEP) + ")$).*"
 _UNIT_DEFAULT = "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through"
 _ONSET_AFTER_BASELINE = ("equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
                          "an empty baseline makes every z NaN and never alarms), so ")
+_PRESORTED = ("equivalent: the rows were sorted by (row, start) just above (`np.lexsort`), so sorting "
+              "them again changes nothing")
+_SAME_RANK = ("equivalent: `ok` already has `nxt < n`, so `np.minimum(nxt, n - 1)` is `nxt` (`n`, `n + 1` "
+              "change nothing); with `n - 2` only `nxt = n - 1` changes, to a comparison that always holds, "
+              "and it differs only where row n - 1 starts a rank, whose `has_restart` is never read")
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
@@ -278,6 +283,32 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "r+1's; `locate` matters only for a child starting before its step's end (< wall) and for a "
         "restart whose next row is of the same rank, and a query at t = wall can only find rank r's "
         "last row, whose next row is another rank's",
+    ("goodput", "ReplaceTrueWithFalse", "u_c = group_union_s(row[c], s[c], e[c], n, presorted=True)"):
+        _PRESORTED,
+    ("goodput", "NumberReplacer", "ok = (restart_row >= 0) & (nxt < n) -> ok = (restart_row >= -1) & (nxt < n)"):
+        "equivalent: a restart before any step of its rank has `restart_row` -1, so `nxt` 0: row 0, which "
+        "always starts a rank, so its `has_restart` is never read (`fail` needs `~first`)",
+    ("goodput", "NumberReplacer", "ok[ok] &= st.rank[np.minimum(nxt[ok], n - 1)] == st.rank[restart_row[ok]]"):
+        _SAME_RANK,
+    ("goodput", "ReplaceBinaryOperator_Sub_Add",
+     "ok[ok] &= st.rank[np.minimum(nxt[ok], n - 1)] == st.rank[restart_row[ok]]"):
+        _SAME_RANK,
+    ("goodput", "NumberReplacer", "e = np.concatenate([e, np.clip(le, 0.0, wall)]) -> "
+     "e = np.concatenate([e, np.clip(le, -1.0, wall)])"):
+        "equivalent: every layer starts at or after 0 (t0 is the earliest ranked start; failure gaps start "
+        "at a step's end), so an end below 0 is below its start clipped to 0 or to -1, and `merge_groups` "
+        "drops it (end <= start)",
+    ("goodput", "NumberReplacer", "dense = np.where(known, pos, -1).astype(np.int64) -> "
+     "dense = np.where(known, pos, - 2).astype(np.int64)"):
+        "equivalent: every reader of the dense rank asks `>= 0` or `< 0`, so -2 reads as -1",
+    ("goodput", "NumberReplacer",
+     "known = (frame.rank >= 0) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s) -> "
+     "known = (frame.rank >= 0) & (len(ranks) > -1) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)"):
+        "equivalent: `ranks` holds the rank of every span with a rank and finite times in both frames, so "
+        "when it is empty no row passes the other three conditions",
+    ("goodput", "NumberReplacer", "if n_ranks == 0 or len(starts) == 0: -> if n_ranks == 0 or len(starts) == -1:"):
+        "equivalent: `starts` are the times of the spans with a dense rank, so it is empty exactly when "
+        "`n_ranks == 0`, which the first condition catches (and `len(..) == -1` never holds)",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -200,11 +202,12 @@ def test_a_restart_after_the_first_step_marks_the_long_gap_a_failure() -> None:
 def test_checkpoint_and_init_spans_without_a_rank_are_skipped() -> None:
     # Steps [0,10] and [12,22] on rank 0; a checkpoint_save at 10..12 and an init at 22..30 with
     # no rank (-1) belong to no GPU: both skipped, the wall stays 0..22, and 10..12 is idle (2 s).
+    # A train_step without a rank at 0..10 is skipped too (3 skipped; compute stays 20).
     rows: list[Row] = [(0, 0, "train_step", 0, 10), (0, 1, "train_step", 12, 22),
-                       (-1, -1, "checkpoint_save", 10, 12), (-1, -1, "init", 22, 30)]
+                       (-1, -1, "checkpoint_save", 10, 12), (-1, -1, "init", 22, 30), (-1, 0, "train_step", 0, 10)]
     got = _split(rows)
     assert got.wall_s == pytest.approx(22.0)
-    assert got.skipped_spans == 2
+    assert got.skipped_spans == 3
     assert got.gpu_s["checkpoint"] == 0.0 and got.gpu_s["init"] == 0.0
     assert got.gpu_s["idle"] == pytest.approx(2.0)
     assert got.gpu_s["compute"] == pytest.approx(20.0)
@@ -285,3 +288,59 @@ def test_an_init_that_ends_within_the_first_second_counts_its_own_length() -> No
     assert got.gpu_s["init"] == pytest.approx(0.5)
     assert got.gpu_s["idle"] == pytest.approx(1.5)
     assert got.gpu_s["compute"] == pytest.approx(10.0)
+
+
+def test_unnumbered_steps_are_numbered_per_rank() -> None:
+    # Two ranks, two unnumbered 10 s steps each ([0,10], [10,20]): each rank numbers its own
+    # steps 0, 1, so the table has steps 0 and 1, each run by 2 ranks (20 GPU-s of compute each).
+    rows: list[Row] = [(r, -1, "train_step", t, t + 10) for r in (0, 1) for t in (0.0, 10.0)]
+    got = _split(rows)
+    assert got.steps.step.tolist() == [0, 1]
+    assert got.steps.n_ranks.tolist() == [2, 2]
+    assert got.steps.compute_s.tolist() == pytest.approx([20.0, 20.0])
+    assert got.gpu_s["failure_lost_progress"] == 0.0
+
+
+def test_a_job_without_steps_is_its_other_spans_and_idle() -> None:
+    # Rank 0 only ran init [0,5] and checkpoint_load [8,10]: wall 10 = init 5 + checkpoint 2 +
+    # idle 3; no step, so no failure and an empty step table.
+    got = _split([(0, -1, "init", 0, 5), (0, -1, "checkpoint_load", 8, 10)])
+    assert got.n_ranks == 1 and got.wall_s == pytest.approx(10.0)
+    assert (got.gpu_s["init"], got.gpu_s["checkpoint"], got.gpu_s["idle"]) == pytest.approx((5.0, 2.0, 3.0))
+    assert got.gpu_s["failure_downtime"] == 0.0 and got.interruptions == [] and len(got.steps.step) == 0
+
+
+def test_a_restart_in_a_gap_of_at_most_3_medians_is_not_a_failure() -> None:
+    # 10 s steps (median 10 s). (a) steps 1 [0,10], 2 [10,20], checkpoint_load [20,21], 3
+    # [21,31]: the 1 s gap holds a restart span but is short: checkpoint 1 s, no failure.
+    # (b) steps 1 [0,10], init [10,40], 2 [40,50], 3 [50,60]: the gap is exactly 3 x 10 s =
+    # 30 s, not more: init 30 s, no failure.
+    short = _split([(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, -1, "checkpoint_load", 20, 21),
+                    (0, 3, "train_step", 21, 31)])
+    assert short.gpu_s["checkpoint"] == pytest.approx(1.0)
+    assert short.gpu_s["failure_downtime"] == 0.0 and short.interruptions == []
+    edge = _split([(0, 1, "train_step", 0, 10), (0, -1, "init", 10, 40), (0, 2, "train_step", 40, 50),
+                   (0, 3, "train_step", 50, 60)])
+    assert edge.gpu_s["init"] == pytest.approx(30.0)
+    assert edge.gpu_s["failure_downtime"] == 0.0 and edge.interruptions == []
+
+
+def test_the_config_and_results_are_frozen() -> None:
+    # GoodputConfig is a shared default argument (and a hashable value); the split and its
+    # table are results: none of them can be assigned to.
+    cfg = GoodputConfig()
+    assert hash(cfg) == hash(GoodputConfig())
+    got = _split(_step(0, 1, 0.0, (9.0, 11.0)))
+    for obj, name in ((cfg, "failure_gap_steps"), (got, "n_ranks"), (got.steps, "step")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, name, 1)
+
+
+def test_a_split_built_without_the_optional_fields() -> None:
+    # JobSplit's defaults: no interruptions, an unknown (NaN) median step, nothing skipped; one
+    # rank over 0..10 s with 6 s of compute and 4 s idle: shares 0.6 and 0.4.
+    table = _split([]).steps
+    got = JobSplit(0.0, 10.0, 1, {"compute": 6.0, "idle": 4.0}, table)
+    assert got.interruptions == [] and np.isnan(got.median_step_s) and got.skipped_spans == 0
+    assert got.wall_s == 10.0
+    assert got.shares() == pytest.approx({"compute": 0.6, "idle": 0.4})
