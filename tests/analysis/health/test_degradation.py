@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -10,8 +11,10 @@ import pytest
 from suanli.analysis.health.degradation import (
     DegradationConfig,
     FleetPrior,
+    NhppFit,
     _expm1_over_x,
     _penalised_ll,
+    _weighted_summary,
     bin_event_times,
     fit_dbe_ratio,
     fit_nhpp,
@@ -138,6 +141,9 @@ def test_bins_edges_and_cover_by_hand() -> None:
     assert counts[1].sum() == 0.0
     assert cover[0].tolist() == [1.0] * 48
     assert cover[1].tolist() == pytest.approx([1.0] * 24 + [0.48] + [0.0] * 23)
+    # half a day: 48 bins over 0..0.5 d
+    _, edges_half, _ = bin_event_times([np.zeros(0)], np.array([0.5]), cfg)
+    assert edges_half[-1] == 0.5 and len(edges_half) == 49
     # 30 days: ceil(30 / 0.25) = 120 bins of 0.25 d
     _, edges30, _ = bin_event_times([np.zeros(0)], np.array([30.0]), cfg)
     assert len(edges30) == 121 and edges30[1] == pytest.approx(0.25)
@@ -219,3 +225,94 @@ def test_empirical_bayes_needs_30_gpus_100_events_and_20_active(n: int, events: 
     fit = fit_nhpp(counts, edges, cover, cfg)
     configured = fit.prior.mean.tolist() == [-4.0, -6.0, 0.0] and fit.prior.sd.tolist() == [1.5, 1.5, 0.1]
     assert configured is not eb
+
+
+def test_the_config_and_results_are_frozen() -> None:
+    # DegradationConfig is a shared default argument (and a hashable value); the prior and the
+    # fit are results: none of them can be assigned to.
+    cfg = DegradationConfig()
+    assert hash(cfg) == hash(DegradationConfig())
+    counts, edges, cover = bin_event_times([np.zeros(0)], np.ones(1), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    for obj, name in ((cfg, "bin_days"), (fit.prior, "mean"), (fit, "level")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, name, 1.0)
+
+
+def test_the_retirement_rule_at_its_thresholds() -> None:
+    # "more than" everywhere: retire needs > 10 SBE/day and > 15 %; watch > 1 SBE/day or > 5 %.
+    cfg = DegradationConfig()
+    assert recommend(12.0, 0.15, cfg) == "watch"       # P(DBE) at, not above, 15 %
+    assert recommend(10.0, 0.5, cfg) == "watch"        # rate at, not above, 10/day
+    assert recommend(0.5, 0.1, cfg) == "watch"         # low rate, P(DBE) above 5 %
+    assert recommend(0.5, 0.05, cfg) == "ok"           # at 5 %
+    assert recommend(1.5, 0.0, cfg) == "watch"         # rate above 1/day
+    assert recommend(1.0, 0.0, cfg) == "ok"            # at 1/day
+
+
+def _hand_fit(theta: list[list[float]], weights: list[float], obs_days: float, level: float) -> NhppFit:
+    """One GPU whose posterior is the given draws (log lambda0, log alpha, beta) and weights."""
+    draws = np.array([theta])
+    prior = FleetPrior(np.zeros(3), np.ones(3))
+    return NhppFit(draws[:, 0, :], np.eye(3)[None], draws, np.array([weights]), np.array([obs_days]),
+                   prior, level)
+
+
+def test_counts_intensity_and_p_dbe_on_hand_draws() -> None:
+    # Lambda_H = lambda0 H + alpha e^(beta T) (e^(beta H) - 1) / beta over (T, T + H], T = 5, H = 10.
+    # Draw A: lambda0 2, alpha 1, beta 0.1: 20 + e^0.5 x 10 x (e^1 - 1) / 1 = 20 + 1.64872 x 17.1828
+    # = 48.32968; lambda(T) = 2 + e^0.5 = 3.64872. Draw B: lambda0 1, alpha 1, beta 0: 10 + 10 = 20;
+    # lambda(T) = 2. Equal weights, level 0.9 (tails of 5 %, each draw holds 50 %): mean count
+    # 34.16484, interval (20, 48.32968); with rho = 0.01: P = 1 - (e^-0.2 + e^-0.483297) / 2
+    # = 1 - (0.818731 + 0.616747) / 2 = 0.282261, interval (1 - e^-0.2, 1 - e^-0.483297)
+    # = (0.181269, 0.383253).
+    fit = _hand_fit([[np.log(2.0), 0.0, 0.1], [0.0, 0.0, 0.0]], [0.5, 0.5], 5.0, 0.9)
+    mean, lo, hi = fit.expected_count(10.0)
+    assert (mean[0], lo[0], hi[0]) == pytest.approx((34.16484, 20.0, 48.32968), rel=1e-6)
+    now, lo_now, hi_now = fit.intensity_now()
+    assert (now[0], lo_now[0], hi_now[0]) == pytest.approx((2.824361, 2.0, 3.648721), rel=1e-6)
+    p, p_lo, p_hi = fit.p_dbe(10.0, 0.01)
+    assert (p[0], p_lo[0], p_hi[0]) == pytest.approx((0.282261, 0.181269, 0.383253), rel=1e-5)
+
+
+def test_the_interval_ends_are_the_inverse_cdf_at_the_tails() -> None:
+    # Draws 1..4 of weight 1/4 each, level 0.5 (tails 0.25): the cumulative weights 0.25, 0.5,
+    # 0.75, 1 reach 0.25 at 1 and 0.75 at 3, so the interval is [Q(0.25), Q(0.75)] = [1, 3]
+    # (Q(p) = the least value whose cumulative weight is >= p); the mean is 2.5.
+    mean, lo, hi = _weighted_summary(np.array([[4.0, 1.0, 3.0, 2.0]]), np.full((1, 4), 0.25), 0.5)
+    assert (mean[0], lo[0], hi[0]) == (2.5, 1.0, 3.0)
+
+
+def test_the_fit_starts_from_half_the_mean_rate_in_each_term() -> None:
+    # With no scoring step (newton_iters 0) the mode stays at the start: log(rate / 2) for both
+    # log lambda0 and log alpha, beta 0; a GPU without events starts at the rate floor
+    # e^(mean - 2 sd) = e^(-4 - 3) = e^-7, halved: -7 - ln 2 = -7.693147. GPU 0: 10 events in
+    # 1 day -> log 5 = 1.609438.
+    cfg = DegradationConfig(newton_iters=0)
+    counts, edges, cover = bin_event_times([np.full(10, 0.5), np.zeros(0)], np.ones(2), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    assert fit.theta.tolist() == [pytest.approx([1.609438, 1.609438, 0.0], abs=1e-6),
+                                  pytest.approx([-7.693147, -7.693147, 0.0], abs=1e-6)]
+
+
+def test_beta_is_held_at_beta_limit() -> None:
+    # lambda(t) = 1 + e^(2 t) over 4 days (~1,480 SBEs) with a flat prior on beta (sd 10): the
+    # data want beta ~ 2/day, above beta_limit 1.5, so the mode and every draw stop at 1.5.
+    rng = np.random.default_rng(2)
+    events = [_simulate(rng, 1.0, 1.0, 2.0, 0.0, 4.0)]
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times(events, np.array([4.0]), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg, prior=FleetPrior(np.array([-4.0, -6.0, 0.0]), np.array([1.5, 1.5, 10.0])))
+    assert fit.beta[0] == 1.5
+    assert fit.draws[0, :, 2].max() == 1.5
+
+
+def test_the_fleet_prior_sd_has_a_floor() -> None:
+    # 30 identical GPUs, 40 SBEs each spread evenly over 1 day (1,200 events, all 30 active:
+    # empirical Bayes runs): the posterior means agree, so the fleet's spread of log lambda0 is
+    # only its posterior sd, below 0.1 -- held at min_prior_sd 0.1.
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.linspace(0.01, 0.99, 40)] * 30, np.ones(30), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    assert fit.prior.sd[0] == 0.1
+    assert fit.prior.sd[1] > 0.1 and fit.prior.sd[2] > 0.01
