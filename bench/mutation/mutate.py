@@ -309,6 +309,21 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("goodput", "NumberReplacer", "if n_ranks == 0 or len(starts) == 0: -> if n_ranks == 0 or len(starts) == -1:"):
         "equivalent: `starts` are the times of the spans with a dense rank, so it is empty exactly when "
         "`n_ranks == 0`, which the first condition catches (and `len(..) == -1` never holds)",
+    ("goodput", "ReplaceTrueWithFalse", "u_ca = group_union_s(row[ca], s[ca], e[ca], n, presorted=True)"):
+        _PRESORTED,
+    ("goodput", "ReplaceTrueWithFalse", "u_all = group_union_s(row, s, e, n, presorted=True)"):
+        _PRESORTED,
+    ("goodput", "NumberReplacer",
+     "pos = np.clip(pos, 0, max(len(ranks) - 1, 0)) -> pos = np.clip(pos, 0, max(len(ranks) - 1, -1))"):
+        "equivalent: it differs only when `ranks` is empty, and then `known` is all False "
+        "(`len(ranks) > 0`), so `pos` is never used",
+    ("degradation", "NumberReplacer",
+     "t_max = float(obs.max()) if obs.size else 1.0 -> t_max = float(obs.max()) if obs.size else 0.0"):
+        "equivalent: the next line turns a `t_max` of 0 into 1.0 as well",
+    ("degradation", "NumberReplacer", "moved = np.where(accept, np.abs(new - th).max(axis=1), 0.0) -> "
+     "moved = np.where(accept, np.abs(new - th).max(axis=1), -1.0)"):
+        "equivalent: a rejected step's `moved` only meets `moved > config.tolerance`, which 0 and -1 both "
+        "fail for any tolerance >= 0 (a negative one would mean never converging)",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 

@@ -287,11 +287,12 @@ def test_the_fit_starts_from_half_the_mean_rate_in_each_term() -> None:
     # With no scoring step (newton_iters 0) the mode stays at the start: log(rate / 2) for both
     # log lambda0 and log alpha, beta 0; a GPU without events starts at the rate floor
     # e^(mean - 2 sd) = e^(-4 - 3) = e^-7, halved: -7 - ln 2 = -7.693147. GPU 0: 10 events in
-    # 1 day -> log 5 = 1.609438.
+    # half a day (``obs_days``) -> 20/day, log 10 = 2.302585.
     cfg = DegradationConfig(newton_iters=0)
-    counts, edges, cover = bin_event_times([np.full(10, 0.5), np.zeros(0)], np.ones(2), cfg)
-    fit = fit_nhpp(counts, edges, cover, cfg)
-    assert fit.theta.tolist() == [pytest.approx([1.609438, 1.609438, 0.0], abs=1e-6),
+    obs = np.array([0.5, 1.0])
+    counts, edges, cover = bin_event_times([np.full(10, 0.25), np.zeros(0)], obs, cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg, obs_days=obs)
+    assert fit.theta.tolist() == [pytest.approx([2.302585, 2.302585, 0.0], abs=1e-6),
                                   pytest.approx([-7.693147, -7.693147, 0.0], abs=1e-6)]
 
 
@@ -316,3 +317,47 @@ def test_the_fleet_prior_sd_has_a_floor() -> None:
     fit = fit_nhpp(counts, edges, cover, cfg)
     assert fit.prior.sd[0] == 0.1
     assert fit.prior.sd[1] > 0.1 and fit.prior.sd[2] > 0.01
+    # The same with a steep trend, lambda(t) = 0.01 + 50 e^(0.5 t) over 4 days (638 SBEs per GPU,
+    # at the quantiles of the cumulative intensity): now log alpha is pinned, held at 0.1.
+    grid = np.linspace(0.0, 4.0, 100_001)
+    cum = np.cumsum(0.01 + 50.0 * np.exp(0.5 * grid)) * (grid[1] - grid[0])
+    times = np.interp(np.arange(int(cum[-1])) + 0.5, cum, grid)
+    counts, edges, cover = bin_event_times([times] * 30, np.full(30, 4.0), cfg)
+    trend = fit_nhpp(counts, edges, cover, cfg)
+    assert trend.prior.sd[1] == 0.1 and trend.prior.sd[0] > 0.1
+
+
+def test_the_default_dbe_ratio() -> None:
+    # With no fleet history rho is the default 1e-3 DBE per SBE; at a steady 10 SBE/day (alpha
+    # negligible, e^-50) P(DBE within 30 days) = 1 - e^(-1e-3 x 300) = 1 - e^-0.3 = 0.259182.
+    cfg = DegradationConfig()
+    rho = fit_dbe_ratio(0, 0, cfg)
+    assert rho == pytest.approx(1e-3)
+    p, _, _ = _hand_fit([[np.log(10.0), -50.0, 0.0]], [1.0], 1.0, 0.9).p_dbe(30.0, rho)
+    assert p[0] == pytest.approx(0.259182, rel=1e-5)
+
+
+def test_a_gpu_watched_half_as_long_has_twice_the_rate() -> None:
+    # Two GPUs with 10 SBEs each, watched 1 day and half a day: the second's bins after 0.5 d
+    # are unobserved (cover 0, expected count 0), not event-free, so its fit stays finite and its
+    # rate is about twice the first's (posterior means 7.06 and 13.5/day, both shrunk a little).
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.linspace(0.05, 0.95, 10), np.linspace(0.025, 0.475, 10)],
+                                           np.array([1.0, 0.5]), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    assert np.isfinite(fit.theta).all() and np.isfinite(fit.cov).all()
+    rate, _, _ = fit.intensity_now()
+    assert 1.7 < rate[1] / rate[0] < 2.1
+
+
+def test_a_posterior_narrower_than_the_jitter_still_draws() -> None:
+    # 1e13 SBEs in each of 48 bins of one day: the Laplace covariance's smallest eigenvalue is
+    # ~4e-15, below the 1e-12 jitter added before the Cholesky factorisation; the draws are
+    # still made, all finite, and the rate is 48 x 1e13 = 4.8e14/day.
+    cfg = DegradationConfig()
+    prior = FleetPrior(np.array(cfg.prior_mean), np.array(cfg.prior_sd))
+    fit = fit_nhpp(np.full((1, 48), 1e13), np.linspace(0.0, 1.0, 49), None, cfg, prior=prior)
+    assert np.linalg.eigvalsh(fit.cov[0]).min() < 1e-12
+    assert np.isfinite(fit.draws).all()
+    rate, _, _ = fit.intensity_now()
+    assert rate[0] == pytest.approx(4.8e14, rel=1e-3)

@@ -135,6 +135,7 @@ def test_empty_and_categories() -> None:
     none = _split([(-1, -1, "train_step", 0, 10), (-1, -1, "forward", 0, 5)])
     assert (none.start_s, none.end_s, none.n_ranks, none.skipped_spans) == (0.0, 0.0, 0, 2)
     assert all(v == 0.0 for v in none.gpu_s.values())
+    assert none.shares() == dict.fromkeys(CATEGORIES, 0.0)      # 0 GPU-s in all: no share, not 0 / 0
     table = none.steps
     assert [len(a) for a in (table.step, table.start_s, table.end_s, table.n_ranks, table.compute_s,
                              table.flops, table.tokens)] == [0] * 7
@@ -160,15 +161,16 @@ def test_job_that_stops_before_the_window_ends_is_down() -> None:
 
 
 def test_a_step_run_again_under_the_same_number_is_a_rollback() -> None:
-    # Bare 10 s steps (no phases: compute): 1 [0,10], 2 [10,20], then step 2 again [25,35]
-    # after a 5 s gap (< 3 x median 10 s, no restart span). The repeat's number is not above
-    # the step before (2 <= 2): a rollback, so the gap 20..25 is failure downtime (5 s), not
-    # idle, and the first run of step 2 is lost (10 s). Wall 35 = compute 20 + lost 10 + down 5.
-    rows: list[Row] = [(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, 2, "train_step", 25, 35)]
+    # Bare 10 s steps (no phases: compute) on each of 2 ranks: 1 [0,10], 2 [10,20], then step 2
+    # again [25,35] after a 5 s gap (< 3 x median 10 s, no restart span). The repeat's number is
+    # not above the step before (2 <= 2): a rollback, so the gap 20..25 is failure downtime (5 s
+    # per rank), not idle, and the first run of step 2 is lost (10 s per rank). 2 x 35 GPU-s =
+    # compute 40 + lost 20 + down 10.
+    rows: list[Row] = [(r, k, "train_step", t, t + 10) for r in (0, 1) for k, t in ((1, 0), (2, 10), (2, 25))]
     got = _split(rows)
-    assert got.gpu_s["compute"] == pytest.approx(20.0)
-    assert got.gpu_s["failure_lost_progress"] == pytest.approx(10.0)
-    assert got.gpu_s["failure_downtime"] == pytest.approx(5.0)
+    assert got.gpu_s["compute"] == pytest.approx(40.0)
+    assert got.gpu_s["failure_lost_progress"] == pytest.approx(20.0)
+    assert got.gpu_s["failure_downtime"] == pytest.approx(10.0)
     assert got.gpu_s["idle"] == pytest.approx(0.0)
     assert [(a - T0, b - T0) for a, b in got.interruptions] == [pytest.approx((20.0, 25.0))]
 
@@ -202,9 +204,10 @@ def test_a_restart_after_the_first_step_marks_the_long_gap_a_failure() -> None:
 def test_checkpoint_and_init_spans_without_a_rank_are_skipped() -> None:
     # Steps [0,10] and [12,22] on rank 0; a checkpoint_save at 10..12 and an init at 22..30 with
     # no rank (-1) belong to no GPU: both skipped, the wall stays 0..22, and 10..12 is idle (2 s).
-    # A train_step without a rank at 0..10 is skipped too (3 skipped; compute stays 20).
+    # A train_step without a rank at -5..25 is skipped too (3 skipped; compute stays 20, the
+    # wall 0..22).
     rows: list[Row] = [(0, 0, "train_step", 0, 10), (0, 1, "train_step", 12, 22),
-                       (-1, -1, "checkpoint_save", 10, 12), (-1, -1, "init", 22, 30), (-1, 0, "train_step", 0, 10)]
+                       (-1, -1, "checkpoint_save", 10, 12), (-1, -1, "init", 22, 30), (-1, 0, "train_step", -5, 25)]
     got = _split(rows)
     assert got.wall_s == pytest.approx(22.0)
     assert got.skipped_spans == 3
@@ -344,3 +347,13 @@ def test_a_split_built_without_the_optional_fields() -> None:
     assert got.interruptions == [] and np.isnan(got.median_step_s) and got.skipped_spans == 0
     assert got.wall_s == 10.0
     assert got.shares() == pytest.approx({"compute": 0.6, "idle": 0.4})
+
+
+def test_a_child_starting_at_its_steps_end_is_outside_it() -> None:
+    # Steps [0,10] and [12,22] with forward covering each; a forward starting at 10.0, the first
+    # step's end, lies in neither (the second starts at 12): skipped, and 10..12 stays idle.
+    rows: list[Row] = [(0, 0, "train_step", 0, 10), (0, -1, "forward", 0, 10), (0, 1, "train_step", 12, 22),
+                       (0, -1, "forward", 12, 22), (0, -1, "forward", 10, 11)]
+    got = _split(rows)
+    assert got.skipped_spans == 1
+    assert got.gpu_s["compute"] == pytest.approx(20.0) and got.gpu_s["idle"] == pytest.approx(2.0)
