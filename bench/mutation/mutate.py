@@ -324,6 +324,31 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "moved = np.where(accept, np.abs(new - th).max(axis=1), -1.0)"):
         "equivalent: a rejected step's `moved` only meets `moved > config.tolerance`, which 0 and -1 both "
         "fail for any tolerance >= 0 (a negative one would mean never converging)",
+    ("goodput", "NumberReplacer", "ordinal = idx - np.maximum.accumulate(np.where(first, idx, 0)) -> "
+     "ordinal = idx - np.maximum.accumulate(np.where(first, idx, -1))"):
+        "equivalent: row 0 always starts a rank with idx 0, so the running max is >= 0 and the fill of "
+        "the other rows (0 or -1) never wins it",
+    ("goodput", "NumberReplacer", "s = np.concatenate([s, np.clip(ls, 0.0, wall)]) -> "
+     "s = np.concatenate([s, np.clip(ls, -1.0, wall)])"):
+        "equivalent: every layer starts at or after 0 (t0 is the earliest ranked start; failure gaps start "
+        "at a step's end), so a lower clip at -1 clips nothing that 0 would",
+    ("goodput", "ReplaceTrueWithFalse", "return list(zip(s.tolist(), e.tolist(), strict=True))"):
+        "equivalent: `merge_groups` returns starts and ends of the same length, so `strict` never fires",
+    ("goodput", "ReplaceOrWithAnd", "if n_ranks == 0 or len(starts) == 0:"):
+        "equivalent: `starts` are the times of the spans with a dense rank, so it is empty exactly when "
+        "`n_ranks == 0`: the two conditions always agree",
+    ("goodput", "NumberReplacer", "is_restart = _isin(others.name, config.restart_spans) & (others.rank >= 0) -> "
+     "is_restart = _isin(others.name, config.restart_spans) & (others.rank >= -1)"):
+        "equivalent: every step row has a rank >= 0, so `locate` finds no row of rank -1 for a rankless "
+        "restart span and gives -1, which `restart_row >= 0` drops",
+    ("degradation", "NumberReplacer",
+     "_Z = {0.8: 1.2815515655446004, 0.9: 1.6448536269514722, 0.95: 1.959963984540054}"):
+        "equivalent: `_Z` is read nowhere (the intervals are weighted posterior quantiles, not normal ones)",
+    ("degradation", "NumberReplacer",
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 1.0, x)) -> "
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 0.0, x))"):
+        "equivalent: the divisor is replaced only where `small` holds, and there the outer `np.where` "
+        "takes `1 + x/2`; the quotient computed there (0/0 at x = 0) is never picked",
 }
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 

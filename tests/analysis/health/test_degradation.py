@@ -174,6 +174,8 @@ def test_a_gpu_without_events_sits_at_the_default_prior() -> None:
     assert fit.theta[0].tolist() == pytest.approx([-4.0004, -6.0001, 0.0], abs=1e-4)
     assert np.diag(fit.cov[0]).tolist() == pytest.approx([2.25, 2.25, 0.01], rel=1e-3)
     assert fit.prior.mean.tolist() == [-4.0, -6.0, 0.0] and fit.prior.sd.tolist() == [1.5, 1.5, 0.1]
+    # the final round's draws: n_draws (96) of them, weights summing to 1, at the default level 0.9
+    assert fit.draws.shape == (1, 96, 3) and fit.weights.sum() == pytest.approx(1.0) and fit.level == 0.9
 
 
 def test_the_laplace_covariance_is_the_inverse_hessian_at_the_mode() -> None:

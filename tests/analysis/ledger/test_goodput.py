@@ -32,6 +32,9 @@ def test_comm_fully_hidden_half_hidden_exposed() -> None:
     # hidden: allreduce 5..9 entirely under backward -> exposed 0, other (9..11 empty) 2 s.
     hidden = _split(_step(0, 1, 0.0, (5.0, 9.0)))
     assert hidden.gpu_s["compute"] == pytest.approx(9.0)
+    table = hidden.steps                   # the step table has the same split of the one step
+    assert (table.compute_s[0], table.exposed_comm_s[0], table.data_s[0], table.other_s[0]) == pytest.approx(
+        (9.0, 0.0, 1.0, 2.0))
     assert hidden.gpu_s["exposed_communication"] == pytest.approx(0.0)
     assert hidden.gpu_s["data_loading"] == pytest.approx(1.0)
     assert hidden.gpu_s["step_other"] == pytest.approx(2.0)
@@ -155,6 +158,15 @@ def test_job_that_stops_before_the_window_ends_is_down() -> None:
     assert got.gpu_s["compute"] == pytest.approx(60.0)
     assert [(a - T0, b - T0) for a, b in got.interruptions] == [pytest.approx((30.0, 100.0))]
     assert got.skipped_spans == 1
+    # A span on a rank above every known one (7) with a NaN end is skipped as well.
+    extra = make_frame([(0, -1, "forward", 0.0, 1.0), (7, -1, "forward", 0.0, 1.0)], t0=T0)
+    extra.start_s[0] = np.nan
+    extra.end_s[1] = np.nan
+    assert split_job(frame, extra, GoodputConfig(), window_end_s=T0 + 100.0).skipped_spans == 2
+    # One step [0,10] and the window ending at 100: 90 s > 3 x 10 s: down 90 s.
+    lone, _ = split_rows([(0, 0, "train_step", 0.0, 10.0)])
+    one = split_job(make_frame(lone, t0=T0), make_frame([], t0=T0), GoodputConfig(), window_end_s=T0 + 100.0)
+    assert one.gpu_s["failure_downtime"] == pytest.approx(90.0) and one.gpu_s["idle"] == 0.0
     # A window end only 20 s after the last span (< 3 medians) changes nothing.
     same = split_job(frame, others, GoodputConfig(), window_end_s=T0 + 50.0)
     assert same.wall_s == pytest.approx(30.0)
@@ -357,3 +369,21 @@ def test_a_child_starting_at_its_steps_end_is_outside_it() -> None:
     got = _split(rows)
     assert got.skipped_spans == 1
     assert got.gpu_s["compute"] == pytest.approx(20.0) and got.gpu_s["idle"] == pytest.approx(2.0)
+
+
+def test_overlapping_steps_of_a_rank_are_scaled_to_their_union() -> None:
+    # Rank 0: step 1 [0,10] (forward 0..3, allreduce 3..5, nothing after: 5 s other) and step 2
+    # [5,15] (forward 5..13, allreduce 13..15) overlap (a child belongs to the latest step that
+    # started at or before it). Their union is 15 s, their lengths sum to 20 s, so every in-step
+    # part is scaled by 15/20 = 0.75: compute (3 + 8) x 0.75 = 8.25, exposed comm (2 + 2) x 0.75
+    # = 3 (one rank per step: no straggler wait), other 5 x 0.75 = 3.75; in all 15 = the wall.
+    rows: list[Row] = [(0, 1, "train_step", 0, 10), (0, -1, "forward", 0, 3), (0, -1, "allreduce", 3, 5),
+                       (0, 2, "train_step", 5, 15), (0, -1, "forward", 5, 13), (0, -1, "allreduce", 13, 15)]
+    got = _split(rows)
+    assert got.gpu_s["compute"] == pytest.approx(8.25)
+    assert got.gpu_s["exposed_communication"] == pytest.approx(3.0)
+    assert got.gpu_s["step_other"] == pytest.approx(3.75)
+    assert sum(got.gpu_s.values()) == pytest.approx(15.0)
+    # The same under a second: bare steps [0,0.5] and [0.25,0.75]: union 0.75 of 1.0 s summed.
+    short = _split([(0, 1, "train_step", 0, 0.5), (0, 2, "train_step", 0.25, 0.75)])
+    assert short.gpu_s["compute"] == pytest.approx(0.75)
