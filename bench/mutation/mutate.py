@@ -103,6 +103,7 @@ _PRESORTED = ("equivalent: the rows were sorted by (row, start) just above (`np.
 _SAME_RANK = ("equivalent: `ok` already has `nxt < n`, so `np.minimum(nxt, n - 1)` is `nxt` (`n`, `n + 1` "
               "change nothing); with `n - 2` only `nxt = n - 1` changes, to a comparison that always holds, "
               "and it differs only where row n - 1 starts a rank, whose `has_restart` is never read")
+ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
@@ -349,8 +350,42 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 0.0, x))"):
         "equivalent: the divisor is replaced only where `small` holds, and there the outer `np.where` "
         "takes `1 + x/2`; the quotient computed there (0/0 at x = 0) is never picked",
+    ("goodput", "ReplaceComparisonOperator_Lt_LtE",
+     "if (step < 0).any():                       # no step numbers: number each rank's steps in order"):
+        "equivalent: the branch only replaces steps `< 0` (`np.where(step < 0, ordinal, step)`), so "
+        "entering it when the smallest number is 0 changes nothing",
+    ("goodput", "NumberReplacer", "pos = np.clip(pos, 0, max(len(ranks) - 1, 0)) -> "
+     "pos = np.clip(pos, -1, max(len(ranks) - 1, 0))"):
+        "equivalent: `np.searchsorted` never returns a negative position",
+    ("goodput", "NumberReplacer",
+     "known = (frame.rank >= 0) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s) -> "
+     "known = (frame.rank >= -1) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)"):
+        "equivalent: `ranks` holds only ranks >= 0, so a rank -1 fails `ranks[pos] == frame.rank` anyway",
+    ("goodput", "ReplaceComparisonOperator_Gt_GtE",
+     "known = (frame.rank >= 0) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)"):
+        "equivalent: `ranks` holds the rank of every span with a rank and finite times in both frames, so "
+        "when it is empty no row passes the other three conditions",
+    ("goodput", "NumberReplacer", "if n_ranks == 0 or len(starts) == 0: -> if n_ranks == -1 or len(starts) == 0:"):
+        "equivalent: `starts` are the times of the spans with a dense rank, so it is empty exactly when "
+        "`n_ranks == 0`, which the second condition catches (and `n_ranks == -1` never holds)",
+    ("degradation", "NumberReplacer",
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 1.0, x)) -> "
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 2.0, x))"):
+        "equivalent: the divisor is replaced only where `small` holds, and there the outer `np.where` "
+        "takes `1 + x/2`; the quotient computed there is never picked",
+    ("degradation", "NumberReplacer",
+     "b = np.exp(theta[:, 1:2]) * width[None, :] * cover * np.exp(theta[:, 2:3] * mid[None, :]) -> "
+     "b = np.exp(theta[:, 1:2]) * width[None, :] * cover * np.exp(theta[:, 2: 4] * mid[None, :])"):
+        "equivalent: theta has 3 columns, so `[:, 2:4]` is `[:, 2:3]`",
+    ("degradation", "NumberReplacer",
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), 0.0) - lam -> "
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), -1.0) - lam"):
+        "equivalent: it subtracts the number of empty bins, the same for every theta of a GPU, and "
+        "`_penalised_ll` is only compared between thetas of the same GPU (an overflow stays -inf)",
+    ("degradation", "ReplaceBinaryOperator_BitOr_BitAnd",
+     "config: DegradationConfig = DegradationConfig(), prior: FleetPrior | None = None,"):
+        ANNOTATION,
 }
-ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 
 
 UNSIGNED = ("equivalent: the parsed text is digits (the regex's `\\d+`, `[\\d.]+` or `isdecimal`), never "

@@ -172,6 +172,9 @@ def test_a_gpu_without_events_sits_at_the_default_prior() -> None:
     counts, edges, cover = bin_event_times([np.zeros(0)], np.array([t_days]), cfg)
     fit = fit_nhpp(counts, edges, cover, cfg)
     assert fit.theta[0].tolist() == pytest.approx([-4.0004, -6.0001, 0.0], abs=1e-4)
+    assert (fit.lambda0[0], fit.alpha[0], fit.beta[0]) == pytest.approx((np.exp(-4.0004), np.exp(-6.0001), 0.0),
+                                                                       rel=1e-4, abs=1e-6)
+    assert fit.obs_days.tolist() == pytest.approx([t_days])     # without obs_days: the bins' end
     assert np.diag(fit.cov[0]).tolist() == pytest.approx([2.25, 2.25, 0.01], rel=1e-3)
     assert fit.prior.mean.tolist() == [-4.0, -6.0, 0.0] and fit.prior.sd.tolist() == [1.5, 1.5, 0.1]
     # the final round's draws: n_draws (96) of them, weights summing to 1, at the default level 0.9
@@ -218,10 +221,10 @@ def test_empirical_bayes_needs_30_gpus_100_events_and_20_active(n: int, events: 
                                                                 eb: bool) -> None:
     # The fleet prior is re-estimated only with >= eb_min_gpus (30) GPUs, >= eb_min_events (100)
     # SBEs and >= eb_min_active_gpus (20) GPUs with an SBE; one short of any keeps the configured
-    # prior N((-4, -6, 0), diag(1.5, 1.5, 0.1)^2) exactly. Events: spread evenly over the
-    # active GPUs (the remainder on the first), all at mid-history, 1 day watched.
+    # prior N((-4, -6, 0), diag(1.5, 1.5, 0.1)^2) exactly. Events: one on each active GPU but
+    # the first, which has the rest, all at mid-history, 1 day watched (a GPU with one SBE is active).
     cfg = DegradationConfig()
-    per = [events // active + (events % active if i == 0 else 0) for i in range(active)] + [0] * (n - active)
+    per = [events - (active - 1)] + [1] * (active - 1) + [0] * (n - active)
     counts, edges, cover = bin_event_times([np.full(k, 0.5) for k in per], np.ones(n), cfg)
     assert counts.sum() == events
     fit = fit_nhpp(counts, edges, cover, cfg)
@@ -250,6 +253,7 @@ def test_the_retirement_rule_at_its_thresholds() -> None:
     assert recommend(0.5, 0.05, cfg) == "ok"           # at 5 %
     assert recommend(1.5, 0.0, cfg) == "watch"         # rate above 1/day
     assert recommend(1.0, 0.0, cfg) == "ok"            # at 1/day
+    assert recommend(10.5, 0.2, cfg) == "retire"       # just above 10/day and 15 %
 
 
 def _hand_fit(theta: list[list[float]], weights: list[float], obs_days: float, level: float) -> NhppFit:
@@ -288,14 +292,16 @@ def test_the_interval_ends_are_the_inverse_cdf_at_the_tails() -> None:
 def test_the_fit_starts_from_half_the_mean_rate_in_each_term() -> None:
     # With no scoring step (newton_iters 0) the mode stays at the start: log(rate / 2) for both
     # log lambda0 and log alpha, beta 0; a GPU without events starts at the rate floor
-    # e^(mean - 2 sd) = e^(-4 - 3) = e^-7, halved: -7 - ln 2 = -7.693147. GPU 0: 10 events in
-    # half a day (``obs_days``) -> 20/day, log 10 = 2.302585.
+    # e^(mean0 - 2 sd0), with the prior N((-4, -6, 0), diag(1, 2, 0.1)^2): e^(-4 - 2) = e^-6,
+    # halved: -6 - ln 2 = -6.693147. GPU 0: 10 events in half a day (``obs_days``) -> 20/day,
+    # log 10 = 2.302585.
     cfg = DegradationConfig(newton_iters=0)
     obs = np.array([0.5, 1.0])
     counts, edges, cover = bin_event_times([np.full(10, 0.25), np.zeros(0)], obs, cfg)
-    fit = fit_nhpp(counts, edges, cover, cfg, obs_days=obs)
+    prior = FleetPrior(np.array([-4.0, -6.0, 0.0]), np.array([1.0, 2.0, 0.1]))
+    fit = fit_nhpp(counts, edges, cover, cfg, prior=prior, obs_days=obs)
     assert fit.theta.tolist() == [pytest.approx([2.302585, 2.302585, 0.0], abs=1e-6),
-                                  pytest.approx([-7.693147, -7.693147, 0.0], abs=1e-6)]
+                                  pytest.approx([-6.693147, -6.693147, 0.0], abs=1e-6)]
 
 
 def test_beta_is_held_at_beta_limit() -> None:

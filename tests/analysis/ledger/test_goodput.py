@@ -164,9 +164,13 @@ def test_job_that_stops_before_the_window_ends_is_down() -> None:
     extra.end_s[1] = np.nan
     assert split_job(frame, extra, GoodputConfig(), window_end_s=T0 + 100.0).skipped_spans == 2
     # One step [0,10] and the window ending at 100: 90 s > 3 x 10 s: down 90 s.
+    # (A forward on rank 3 with a NaN start, a rank the job does not know, is skipped.)
     lone, _ = split_rows([(0, 0, "train_step", 0.0, 10.0)])
-    one = split_job(make_frame(lone, t0=T0), make_frame([], t0=T0), GoodputConfig(), window_end_s=T0 + 100.0)
+    odd = make_frame([(3, -1, "forward", 0.0, 1.0)], t0=T0)
+    odd.start_s[0] = np.nan
+    one = split_job(make_frame(lone, t0=T0), odd, GoodputConfig(), window_end_s=T0 + 100.0)
     assert one.gpu_s["failure_downtime"] == pytest.approx(90.0) and one.gpu_s["idle"] == 0.0
+    assert one.skipped_spans == 1
     # A window end only 20 s after the last span (< 3 medians) changes nothing.
     same = split_job(frame, others, GoodputConfig(), window_end_s=T0 + 50.0)
     assert same.wall_s == pytest.approx(30.0)
@@ -205,11 +209,12 @@ def test_a_restart_after_the_first_step_marks_the_long_gap_a_failure() -> None:
     end = _split([(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, -1, "init", 25, 30)])
     assert end.gpu_s["init"] == pytest.approx(5.0) and end.gpu_s["idle"] == pytest.approx(5.0)
     assert end.gpu_s["failure_downtime"] == 0.0 and end.interruptions == []
-    # A restart after a later row: steps 1 [0,10], 2 [10,20], init [60,70], 3 [70,80]: the init
-    # follows row 1, so step 3 has a restart; gap 20..70 = 50 s > 30 s: failure downtime 50.
-    mid = _split([(0, 1, "train_step", 0, 10), (0, 2, "train_step", 10, 20), (0, -1, "init", 60, 70),
-                  (0, 3, "train_step", 70, 80)])
-    assert mid.gpu_s["failure_downtime"] == pytest.approx(50.0)
+    # A restart after a later row, on each of 2 ranks: steps 1 [0,10], 2 [10,20], init [60,70],
+    # 3 [70,80]: the init follows the rank's second row, so step 3 has a restart; gap 20..70 =
+    # 50 s > 30 s: failure downtime 2 x 50 = 100.
+    mid = _split([(r, k, name, a, b) for r in (0, 1) for k, name, a, b in (
+        (1, "train_step", 0, 10), (2, "train_step", 10, 20), (-1, "init", 60, 70), (3, "train_step", 70, 80))])
+    assert mid.gpu_s["failure_downtime"] == pytest.approx(100.0)
     assert mid.gpu_s["init"] == 0.0 and mid.gpu_s["idle"] == 0.0
 
 
@@ -250,6 +255,8 @@ def test_the_job_starts_at_its_earliest_rank() -> None:
     # first): 2 x 15 = 30 GPU-s = compute 20 + idle 10 (rank 0 0..5, rank 1 10..15).
     got = _split([(0, 0, "train_step", 5, 15), (1, 0, "train_step", 0, 10)])
     assert got.wall_s == pytest.approx(15.0)
+    # and ends at its latest: rank 0 [0,10], rank 1 [5,15]: the same 0..15
+    assert _split([(0, 0, "train_step", 0, 10), (1, 0, "train_step", 5, 15)]).wall_s == pytest.approx(15.0)
     assert got.gpu_s["compute"] == pytest.approx(20.0)
     assert got.gpu_s["idle"] == pytest.approx(10.0)
     # rank 0's init [0,5] starts the job and its checkpoint_save [15,18] after its only step
@@ -384,6 +391,13 @@ def test_overlapping_steps_of_a_rank_are_scaled_to_their_union() -> None:
     assert got.gpu_s["exposed_communication"] == pytest.approx(3.0)
     assert got.gpu_s["step_other"] == pytest.approx(3.75)
     assert sum(got.gpu_s.values()) == pytest.approx(15.0)
+    # Two ranks like that, rank 1's step-1 allreduce only 3..4 (exposed 1 s, rank 0's 2 s): rank 0
+    # waits 2 - 1 = 1 s on the straggler in step 1, scaled by 0.75: 0.75; 2 x 15 = 30 GPU-s.
+    rows1 = [(1, k, n, a, b) for (_r, k, n, a, b) in rows]
+    rows1[2] = (1, -1, "allreduce", 3, 4)
+    two = _split(rows + rows1)
+    assert two.gpu_s["straggler_wait"] == pytest.approx(0.75)
+    assert sum(two.gpu_s.values()) == pytest.approx(30.0)
     # The same under a second: bare steps [0,0.5] and [0.25,0.75]: union 0.75 of 1.0 s summed.
     short = _split([(0, 1, "train_step", 0, 0.5), (0, 2, "train_step", 0.25, 0.75)])
     assert short.gpu_s["compute"] == pytest.approx(0.75)
