@@ -385,6 +385,14 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("degradation", "ReplaceBinaryOperator_BitOr_BitAnd",
      "config: DegradationConfig = DegradationConfig(), prior: FleetPrior | None = None,"):
         ANNOTATION,
+    ("degradation", "NumberReplacer",
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), 0.0) - lam -> "
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), 1.0) - lam"):
+        "equivalent: it adds the number of empty bins, the same for every theta of a GPU, and "
+        "`_penalised_ll` is only compared between thetas of the same GPU (an overflow stays -inf)",
+    ("degradation", "ReplaceBinaryOperator_Mul_Div", "log_w = np.log(width[cols] * cover[rows, cols])"):
+        "equivalent: `log_w` only adds sum_k n_k log_w_k to a draw's log weight, the same for every draw "
+        "of a GPU, which the per-GPU normalisation of the weights takes off",
 }
 
 

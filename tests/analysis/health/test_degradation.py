@@ -287,6 +287,9 @@ def test_the_interval_ends_are_the_inverse_cdf_at_the_tails() -> None:
     # (Q(p) = the least value whose cumulative weight is >= p); the mean is 2.5.
     mean, lo, hi = _weighted_summary(np.array([[4.0, 1.0, 3.0, 2.0]]), np.full((1, 4), 0.25), 0.5)
     assert (mean[0], lo[0], hi[0]) == (2.5, 1.0, 3.0)
+    # level 0.2 (tails 0.4): the cumulative weight reaches 0.4 at 2 and 0.6 at 3: [2, 3]
+    _, lo2, hi2 = _weighted_summary(np.array([[4.0, 1.0, 3.0, 2.0]]), np.full((1, 4), 0.25), 0.2)
+    assert (lo2[0], hi2[0]) == (2.0, 3.0)
 
 
 def test_the_fit_starts_from_half_the_mean_rate_in_each_term() -> None:
