@@ -98,6 +98,12 @@ EXCLUDE = "core/(?!(" + "|".join(KEEP) + ")$).*"
 _UNIT_DEFAULT = "equivalent: `_UNITS.get`'s default is never used: the regex only lets units of `_UNITS` through"
 _ONSET_AFTER_BASELINE = ("equivalent: a found onset is at or after the CUSUM's start, after the baseline (>= 1 sample; "
                          "an empty baseline makes every z NaN and never alarms), so ")
+_PRESORTED = ("equivalent: the rows were sorted by (row, start) just above (`np.lexsort`), so sorting "
+              "them again changes nothing")
+_SAME_RANK = ("equivalent: `ok` already has `nxt < n`, so `np.minimum(nxt, n - 1)` is `nxt` (`n`, `n + 1` "
+              "change nothing); with `n - 2` only `nxt = n - 1` changes, to a comparison that always holds, "
+              "and it differs only where row n - 1 starts a rank, whose `has_restart` is never read")
+ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
@@ -257,8 +263,137 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "neg = prefix_max_before(group[::- 2].max() - group[::-1] if len(group) else group, -values[::-1])"):
         "equivalent: `group[::-2].max()` still holds the first element of the reversed groups, the "
         "largest (rows are sorted by group)",
+    ("goodput", "NumberReplacer", "return np.where(ok, pos, -1).astype(np.int64) -> "
+     "return np.where(ok, pos, - 2).astype(np.int64)"):
+        "equivalent: `locate`'s callers only ask `row >= 0` / `restart_row >= 0`, so -2 reads as -1",
+    ("goodput", "NumberReplacer", "prev_step[0] = 0"):
+        "equivalent: row 0 always starts a rank (`first[0]` is True), so `rollback[0]` is False whatever "
+        "`prev_step[0]` holds (with `prev_step[-1] = 0` it is left unset, and `prev_step[-1]` is "
+        "overwritten by `prev_step[1:] = ...` or is row 0 itself)",
+    ("goodput", "NumberReplacer", "prev_end[0] = 0.0"):
+        "equivalent: row 0 always starts a rank (`first[0]` is True), so `fail[0]` is False and "
+        "`prev_end[0]` is never read (with `prev_end[-1] = 0.0` it is left unset, and `prev_end[-1]` is "
+        "overwritten by `prev_end[1:] = ...` or is row 0 itself)",
+    ("goodput", "NumberReplacer",
+     "if (step < 0).any():                       # no step numbers: number each rank's steps in order -> "
+     "if (step < 1).any():                       # no step numbers: number each rank's steps in order"):
+        "equivalent: the branch only replaces steps `< 0` (`np.where(step < 0, ordinal, step)`), so "
+        "entering it when the smallest number is 0 changes nothing",
+    ("goodput", "NumberReplacer", "st = _step_rows(steps, t0, step_flops, step_tokens, key_span=wall + 1.0)"):
+        "equivalent: any `key_span >= wall` keeps rank r's keys (starts in [0, wall]) at or below rank "
+        "r+1's; `locate` matters only for a child starting before its step's end (< wall) and for a "
+        "restart whose next row is of the same rank, and a query at t = wall can only find rank r's "
+        "last row, whose next row is another rank's",
+    ("goodput", "ReplaceTrueWithFalse", "u_c = group_union_s(row[c], s[c], e[c], n, presorted=True)"):
+        _PRESORTED,
+    ("goodput", "NumberReplacer", "ok = (restart_row >= 0) & (nxt < n) -> ok = (restart_row >= -1) & (nxt < n)"):
+        "equivalent: a restart before any step of its rank has `restart_row` -1, so `nxt` 0: row 0, which "
+        "always starts a rank, so its `has_restart` is never read (`fail` needs `~first`)",
+    ("goodput", "NumberReplacer", "ok[ok] &= st.rank[np.minimum(nxt[ok], n - 1)] == st.rank[restart_row[ok]]"):
+        _SAME_RANK,
+    ("goodput", "ReplaceBinaryOperator_Sub_Add",
+     "ok[ok] &= st.rank[np.minimum(nxt[ok], n - 1)] == st.rank[restart_row[ok]]"):
+        _SAME_RANK,
+    ("goodput", "NumberReplacer", "e = np.concatenate([e, np.clip(le, 0.0, wall)]) -> "
+     "e = np.concatenate([e, np.clip(le, -1.0, wall)])"):
+        "equivalent: every layer starts at or after 0 (t0 is the earliest ranked start; failure gaps start "
+        "at a step's end), so an end below 0 is below its start clipped to 0 or to -1, and `merge_groups` "
+        "drops it (end <= start)",
+    ("goodput", "NumberReplacer", "dense = np.where(known, pos, -1).astype(np.int64) -> "
+     "dense = np.where(known, pos, - 2).astype(np.int64)"):
+        "equivalent: every reader of the dense rank asks `>= 0` or `< 0`, so -2 reads as -1",
+    ("goodput", "NumberReplacer",
+     "known = (frame.rank >= 0) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s) -> "
+     "known = (frame.rank >= 0) & (len(ranks) > -1) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)"):
+        "equivalent: `ranks` holds the rank of every span with a rank and finite times in both frames, so "
+        "when it is empty no row passes the other three conditions",
+    ("goodput", "NumberReplacer", "if n_ranks == 0 or len(starts) == 0: -> if n_ranks == 0 or len(starts) == -1:"):
+        "equivalent: `starts` are the times of the spans with a dense rank, so it is empty exactly when "
+        "`n_ranks == 0`, which the first condition catches (and `len(..) == -1` never holds)",
+    ("goodput", "ReplaceTrueWithFalse", "u_ca = group_union_s(row[ca], s[ca], e[ca], n, presorted=True)"):
+        _PRESORTED,
+    ("goodput", "ReplaceTrueWithFalse", "u_all = group_union_s(row, s, e, n, presorted=True)"):
+        _PRESORTED,
+    ("goodput", "NumberReplacer",
+     "pos = np.clip(pos, 0, max(len(ranks) - 1, 0)) -> pos = np.clip(pos, 0, max(len(ranks) - 1, -1))"):
+        "equivalent: it differs only when `ranks` is empty, and then `known` is all False "
+        "(`len(ranks) > 0`), so `pos` is never used",
+    ("degradation", "NumberReplacer",
+     "t_max = float(obs.max()) if obs.size else 1.0 -> t_max = float(obs.max()) if obs.size else 0.0"):
+        "equivalent: the next line turns a `t_max` of 0 into 1.0 as well",
+    ("degradation", "NumberReplacer", "moved = np.where(accept, np.abs(new - th).max(axis=1), 0.0) -> "
+     "moved = np.where(accept, np.abs(new - th).max(axis=1), -1.0)"):
+        "equivalent: a rejected step's `moved` only meets `moved > config.tolerance`, which 0 and -1 both "
+        "fail for any tolerance >= 0 (a negative one would mean never converging)",
+    ("goodput", "NumberReplacer", "ordinal = idx - np.maximum.accumulate(np.where(first, idx, 0)) -> "
+     "ordinal = idx - np.maximum.accumulate(np.where(first, idx, -1))"):
+        "equivalent: row 0 always starts a rank with idx 0, so the running max is >= 0 and the fill of "
+        "the other rows (0 or -1) never wins it",
+    ("goodput", "NumberReplacer", "s = np.concatenate([s, np.clip(ls, 0.0, wall)]) -> "
+     "s = np.concatenate([s, np.clip(ls, -1.0, wall)])"):
+        "equivalent: every layer starts at or after 0 (t0 is the earliest ranked start; failure gaps start "
+        "at a step's end), so a lower clip at -1 clips nothing that 0 would",
+    ("goodput", "ReplaceTrueWithFalse", "return list(zip(s.tolist(), e.tolist(), strict=True))"):
+        "equivalent: `merge_groups` returns starts and ends of the same length, so `strict` never fires",
+    ("goodput", "ReplaceOrWithAnd", "if n_ranks == 0 or len(starts) == 0:"):
+        "equivalent: `starts` are the times of the spans with a dense rank, so it is empty exactly when "
+        "`n_ranks == 0`: the two conditions always agree",
+    ("goodput", "NumberReplacer", "is_restart = _isin(others.name, config.restart_spans) & (others.rank >= 0) -> "
+     "is_restart = _isin(others.name, config.restart_spans) & (others.rank >= -1)"):
+        "equivalent: every step row has a rank >= 0, so `locate` finds no row of rank -1 for a rankless "
+        "restart span and gives -1, which `restart_row >= 0` drops",
+    ("degradation", "NumberReplacer",
+     "_Z = {0.8: 1.2815515655446004, 0.9: 1.6448536269514722, 0.95: 1.959963984540054}"):
+        "equivalent: `_Z` is read nowhere (the intervals are weighted posterior quantiles, not normal ones)",
+    ("degradation", "NumberReplacer",
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 1.0, x)) -> "
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 0.0, x))"):
+        "equivalent: the divisor is replaced only where `small` holds, and there the outer `np.where` "
+        "takes `1 + x/2`; the quotient computed there (0/0 at x = 0) is never picked",
+    ("goodput", "ReplaceComparisonOperator_Lt_LtE",
+     "if (step < 0).any():                       # no step numbers: number each rank's steps in order"):
+        "equivalent: the branch only replaces steps `< 0` (`np.where(step < 0, ordinal, step)`), so "
+        "entering it when the smallest number is 0 changes nothing",
+    ("goodput", "NumberReplacer", "pos = np.clip(pos, 0, max(len(ranks) - 1, 0)) -> "
+     "pos = np.clip(pos, -1, max(len(ranks) - 1, 0))"):
+        "equivalent: `np.searchsorted` never returns a negative position",
+    ("goodput", "NumberReplacer",
+     "known = (frame.rank >= 0) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s) -> "
+     "known = (frame.rank >= -1) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)"):
+        "equivalent: `ranks` holds only ranks >= 0, so a rank -1 fails `ranks[pos] == frame.rank` anyway",
+    ("goodput", "ReplaceComparisonOperator_Gt_GtE",
+     "known = (frame.rank >= 0) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)"):
+        "equivalent: `ranks` holds the rank of every span with a rank and finite times in both frames, so "
+        "when it is empty no row passes the other three conditions",
+    ("goodput", "NumberReplacer", "if n_ranks == 0 or len(starts) == 0: -> if n_ranks == -1 or len(starts) == 0:"):
+        "equivalent: `starts` are the times of the spans with a dense rank, so it is empty exactly when "
+        "`n_ranks == 0`, which the second condition catches (and `n_ranks == -1` never holds)",
+    ("degradation", "NumberReplacer",
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 1.0, x)) -> "
+     "return np.where(small, 1.0 + 0.5 * x, np.expm1(x) / np.where(small, 2.0, x))"):
+        "equivalent: the divisor is replaced only where `small` holds, and there the outer `np.where` "
+        "takes `1 + x/2`; the quotient computed there is never picked",
+    ("degradation", "NumberReplacer",
+     "b = np.exp(theta[:, 1:2]) * width[None, :] * cover * np.exp(theta[:, 2:3] * mid[None, :]) -> "
+     "b = np.exp(theta[:, 1:2]) * width[None, :] * cover * np.exp(theta[:, 2: 4] * mid[None, :])"):
+        "equivalent: theta has 3 columns, so `[:, 2:4]` is `[:, 2:3]`",
+    ("degradation", "NumberReplacer",
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), 0.0) - lam -> "
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), -1.0) - lam"):
+        "equivalent: it subtracts the number of empty bins, the same for every theta of a GPU, and "
+        "`_penalised_ll` is only compared between thetas of the same GPU (an overflow stays -inf)",
+    ("degradation", "ReplaceBinaryOperator_BitOr_BitAnd",
+     "config: DegradationConfig = DegradationConfig(), prior: FleetPrior | None = None,"):
+        ANNOTATION,
+    ("degradation", "NumberReplacer",
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), 0.0) - lam -> "
+     "ll = np.where(counts > 0, counts * np.log(np.maximum(lam, 1e-300)), 1.0) - lam"):
+        "equivalent: it adds the number of empty bins, the same for every theta of a GPU, and "
+        "`_penalised_ll` is only compared between thetas of the same GPU (an overflow stays -inf)",
+    ("degradation", "ReplaceBinaryOperator_Mul_Div", "log_w = np.log(width[cols] * cover[rows, cols])"):
+        "equivalent: `log_w` only adds sum_k n_k log_w_k to a draw's log weight, the same for every draw "
+        "of a GPU, which the per-GPU normalisation of the weights takes off",
 }
-ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
 
 
 UNSIGNED = ("equivalent: the parsed text is digits (the regex's `\\d+`, `[\\d.]+` or `isdecimal`), never "
@@ -410,8 +545,30 @@ def _pct(x: float) -> str:
     return "not run" if x != x else f"{x:.1f} %"
 
 
+def _previous() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The table rows and survivor lines of the existing ``mutation.md``, by module: what a
+    module whose session is gone (or was measured elsewhere) keeps."""
+    rows: dict[str, str] = {}
+    survivors: dict[str, list[str]] = {}
+    section: list[str] | None = None
+    text = RESULT_MD.read_text(encoding="utf-8") if RESULT_MD.exists() else ""
+    for line in text.splitlines():
+        if (m := re.match(r"\| (\w+) \| `", line)) and m.group(1) in MODULES:
+            rows[m.group(1)] = line
+        elif line.startswith("### survivors: "):
+            section = survivors.setdefault(line.removeprefix("### survivors: ").strip(), [])
+        elif line.startswith("#"):
+            section = None
+        elif section is not None and line.startswith("- "):
+            section.append(line)
+    return rows, survivors
+
+
 def write_report(names: list[str]) -> Path:
-    scores = [s for s in (score(n) for n in names) if s is not None]
+    """Rewrite ``mutation.md``: modules with a session are scored from it; the others keep their
+    row and survivors from the existing file."""
+    scores = {s.name: s for s in (score(n) for n in names) if s is not None}
+    old_rows, old_survivors = _previous()
     out = ["## mutation", "",
            "Mutation testing with cosmic-ray 8.7 (`make mutate`, `bench/mutation/mutate.py`): per module, the "
            "mutants of the classic operator set, each run against that module's tests. Killed includes "
@@ -419,20 +576,23 @@ def write_report(names: list[str]) -> Path:
            "were left when time ran out.", "",
            "| module | file | mutants | killed | survived | equivalent | not run | score |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for s in scores:
-        survived = s.total - s.pending - s.killed - s.equivalent
-        out.append(f"| {s.name} | `{MODULES[s.name].path}` | {s.total} | {s.killed} | {survived} | "
-                   f"{s.equivalent} | {s.pending} | {_pct(s.percent)} |")
-    missing = [n for n in MODULES if n not in {s.name for s in scores}]
+    for n in names:
+        if (s := scores.get(n)) is not None:
+            survived = s.total - s.pending - s.killed - s.equivalent
+            out.append(f"| {s.name} | `{MODULES[s.name].path}` | {s.total} | {s.killed} | {survived} | "
+                       f"{s.equivalent} | {s.pending} | {_pct(s.percent)} |")
+        elif n in old_rows:
+            out.append(old_rows[n])
+    missing = [n for n in MODULES if n not in scores and n not in old_rows]
     if missing:
         out += ["", "Not run yet (no session): " + ", ".join(f"`{n}`" for n in missing) + "."]
-    for s in scores:
-        if not s.survivors:
-            continue
-        out += ["", f"### survivors: {s.name}", ""]
-        for v in s.survivors:
-            why = v["why"] or "not yet examined"
-            out.append(f"- line {v['line']}, {v['operator']}: `{v['source']}` — {why}")
+    for n in names:
+        s = scores.get(n)
+        lines = old_survivors.get(n, []) if s is None else [
+            f"- line {v['line']}, {v['operator']}: `{v['source']}` — {v['why'] or 'not yet examined'}"
+            for v in s.survivors]
+        if lines:
+            out += ["", f"### survivors: {n}", "", *lines]
     RESULT_MD.write_text("\n".join(out) + "\n", encoding="utf-8")
     return RESULT_MD
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -10,6 +11,10 @@ import pytest
 from suanli.analysis.health.degradation import (
     DegradationConfig,
     FleetPrior,
+    NhppFit,
+    _expm1_over_x,
+    _penalised_ll,
+    _weighted_summary,
     bin_event_times,
     fit_dbe_ratio,
     fit_nhpp,
@@ -122,3 +127,248 @@ def test_dbe_ratio_gamma_poisson() -> None:
     assert fit_dbe_ratio(0, 0, cfg) == pytest.approx(1e-3)
     # 10 DBE over 2000 SBE with a 2-pseudo-DBE prior: (10 + 2) / (2000 + 2000) = 3e-3
     assert fit_dbe_ratio(10, 2000, cfg) == pytest.approx(3e-3)
+
+
+def test_bins_edges_and_cover_by_hand() -> None:
+    # Two GPUs watched 1 day and 0.51 day: t_max 1 d / bin_days 0.25 = 4 bins < min_bins 48, so
+    # 48 bins of 1/48 d. GPU 0's events at 0.1, 0.1, 0.9 d and 1.5 d (after t_max: clipped into the
+    # last bin) fall in bins 4 (0.1 x 48 = 4.8), 43 (43.2) and 47. GPU 1's cover is 1 up to bin
+    # 23, (0.51 - 24/48) x 48 = 0.48 in bin 24 and 0 after.
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.array([0.1, 0.1, 0.9, 1.5]), np.zeros(0)], np.array([1.0, 0.51]), cfg)
+    assert counts.shape == (2, 48) and edges.tolist() == pytest.approx(np.arange(49) / 48)
+    assert {int(j): counts[0, j] for j in np.flatnonzero(counts[0])} == {4: 2.0, 43: 1.0, 47: 1.0}
+    assert counts[1].sum() == 0.0
+    assert cover[0].tolist() == [1.0] * 48
+    assert cover[1].tolist() == pytest.approx([1.0] * 24 + [0.48] + [0.0] * 23)
+    # half a day: 48 bins over 0..0.5 d
+    _, edges_half, _ = bin_event_times([np.zeros(0)], np.array([0.5]), cfg)
+    assert edges_half[-1] == 0.5 and len(edges_half) == 49
+    # 30 days: ceil(30 / 0.25) = 120 bins of 0.25 d
+    _, edges30, _ = bin_event_times([np.zeros(0)], np.array([30.0]), cfg)
+    assert len(edges30) == 121 and edges30[1] == pytest.approx(0.25)
+    # No history (0 days, or no GPU at all): the bins span 0..1 d; a GPU watched 0 days covers none
+    c0, e0, cv0 = bin_event_times([np.zeros(0)], np.array([0.0]), cfg)
+    assert e0[-1] == 1.0 and cv0.tolist() == [[0.0] * 48] and c0.sum() == 0.0
+    c_none, e_none, cv_none = bin_event_times([], np.zeros(0), cfg)
+    assert c_none.shape == (0, 48) and e_none[-1] == 1.0 and cv_none.shape == (0, 48)
+
+
+def test_expm1_over_x_is_the_series_near_zero() -> None:
+    # (e^x - 1) / x = 1 + x/2 + x^2/6 + ...: at x = +-1e-9 that is 1 +- 5e-10 (x^2/6 ~ 2e-19 is
+    # below a double's resolution); 1 at 0; (e^0.5 - 1) / 0.5 = 1.2974425414 (no shortcut there).
+    x = np.array([-1e-9, 0.0, 1e-9, 0.5])
+    got = _expm1_over_x(x)
+    assert got.tolist() == pytest.approx([1 - 5e-10, 1.0, 1 + 5e-10, 1.2974425414002564], rel=1e-15, abs=0)
+
+
+def test_a_gpu_without_events_sits_at_the_default_prior() -> None:
+    # One GPU, no SBE in 15 minutes (T = 0.0104 d), the configured prior (one GPU: no empirical
+    # Bayes). The likelihood is only -(e^u + e^v) T, so the mode is the prior mean moved by
+    # -sd^2 e^u T: u = -4 - 2.25 x 0.0183 x 0.0104 = -4.0004, v = -6 - 2.25 x 0.0025 x 0.0104
+    # = -6.0001, beta = 0; the Laplace covariance is the prior's, diag(1.5^2, 1.5^2, 0.1^2).
+    t_days = 15 / 1440
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.zeros(0)], np.array([t_days]), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    assert fit.theta[0].tolist() == pytest.approx([-4.0004, -6.0001, 0.0], abs=1e-4)
+    assert (fit.lambda0[0], fit.alpha[0], fit.beta[0]) == pytest.approx((np.exp(-4.0004), np.exp(-6.0001), 0.0),
+                                                                       rel=1e-4, abs=1e-6)
+    assert fit.obs_days.tolist() == pytest.approx([t_days])     # without obs_days: the bins' end
+    assert np.diag(fit.cov[0]).tolist() == pytest.approx([2.25, 2.25, 0.01], rel=1e-3)
+    assert fit.prior.mean.tolist() == [-4.0, -6.0, 0.0] and fit.prior.sd.tolist() == [1.5, 1.5, 0.1]
+    # the final round's draws: n_draws (96) of them, weights summing to 1, at the default level 0.9
+    assert fit.draws.shape == (1, 96, 3) and fit.weights.sum() == pytest.approx(1.0) and fit.level == 0.9
+
+
+def test_the_laplace_covariance_is_the_inverse_hessian_at_the_mode() -> None:
+    # One GPU, lambda(t) = 2 + 1 e^(0.1 t) over 10 days (~37 events), fixed prior: the mode is a
+    # stationary point of the penalised log-likelihood (central differences, h = 1e-4) and the
+    # covariance is the inverse of its negative Hessian there (the observed information).
+    rng = np.random.default_rng(5)
+    events = [_simulate(rng, 2.0, 1.0, 0.1, 0.0, 10.0)]
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times(events, np.array([10.0]), cfg)
+    prior = FleetPrior(np.array(cfg.prior_mean), np.array(cfg.prior_sd))
+    fit = fit_nhpp(counts, edges, cover, cfg, prior=prior)
+    mid, width, th, h = 0.5 * (edges[1:] + edges[:-1]), np.diff(edges), fit.theta[0], 1e-4
+
+    def ll(x: np.ndarray) -> float:
+        return float(_penalised_ll(x[None, :], counts, mid, width, cover, prior)[0])
+
+    eye = np.eye(3) * h
+    grad = [(ll(th + eye[i]) - ll(th - eye[i])) / (2 * h) for i in range(3)]
+    assert grad == pytest.approx([0.0] * 3, abs=1e-3)
+    hess = np.array([[(ll(th + eye[i] + eye[j]) - ll(th + eye[i] - eye[j]) - ll(th - eye[i] + eye[j])
+                       + ll(th - eye[i] - eye[j])) / (4 * h * h) for j in range(3)] for i in range(3)])
+    assert fit.cov[0] == pytest.approx(np.linalg.inv(-hess), rel=1e-4, abs=1e-8)
+
+
+def test_an_overflowing_empty_bin_makes_the_likelihood_minus_infinity() -> None:
+    # A trial step so wild that one bin's expected count overflows (e^800): with no event in the
+    # bin its term is 0 - inf = -inf, so the step is rejected as worse (NaN would not compare).
+    prior = FleetPrior(np.zeros(3), np.ones(3))
+    theta = np.array([[0.0, 800.0, 0.0]])
+    one = np.ones(1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = _penalised_ll(theta, np.zeros((1, 1)), 0.5 * one, one, one[None, :], prior)
+    assert got.tolist() == [-np.inf]
+
+
+@pytest.mark.parametrize(("n", "events", "active", "eb"), [
+    (30, 100, 20, True), (29, 100, 20, False), (30, 99, 20, False), (30, 100, 19, False)])
+def test_empirical_bayes_needs_30_gpus_100_events_and_20_active(n: int, events: int, active: int,
+                                                                eb: bool) -> None:
+    # The fleet prior is re-estimated only with >= eb_min_gpus (30) GPUs, >= eb_min_events (100)
+    # SBEs and >= eb_min_active_gpus (20) GPUs with an SBE; one short of any keeps the configured
+    # prior N((-4, -6, 0), diag(1.5, 1.5, 0.1)^2) exactly. Events: one on each active GPU but
+    # the first, which has the rest, all at mid-history, 1 day watched (a GPU with one SBE is active).
+    cfg = DegradationConfig()
+    per = [events - (active - 1)] + [1] * (active - 1) + [0] * (n - active)
+    counts, edges, cover = bin_event_times([np.full(k, 0.5) for k in per], np.ones(n), cfg)
+    assert counts.sum() == events
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    configured = fit.prior.mean.tolist() == [-4.0, -6.0, 0.0] and fit.prior.sd.tolist() == [1.5, 1.5, 0.1]
+    assert configured is not eb
+
+
+def test_the_config_and_results_are_frozen() -> None:
+    # DegradationConfig is a shared default argument (and a hashable value); the prior and the
+    # fit are results: none of them can be assigned to.
+    cfg = DegradationConfig()
+    assert hash(cfg) == hash(DegradationConfig())
+    counts, edges, cover = bin_event_times([np.zeros(0)], np.ones(1), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    for obj, name in ((cfg, "bin_days"), (fit.prior, "mean"), (fit, "level")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, name, 1.0)
+
+
+def test_the_retirement_rule_at_its_thresholds() -> None:
+    # "more than" everywhere: retire needs > 10 SBE/day and > 15 %; watch > 1 SBE/day or > 5 %.
+    cfg = DegradationConfig()
+    assert recommend(12.0, 0.15, cfg) == "watch"       # P(DBE) at, not above, 15 %
+    assert recommend(10.0, 0.5, cfg) == "watch"        # rate at, not above, 10/day
+    assert recommend(0.5, 0.1, cfg) == "watch"         # low rate, P(DBE) above 5 %
+    assert recommend(0.5, 0.05, cfg) == "ok"           # at 5 %
+    assert recommend(1.5, 0.0, cfg) == "watch"         # rate above 1/day
+    assert recommend(1.0, 0.0, cfg) == "ok"            # at 1/day
+    assert recommend(10.5, 0.2, cfg) == "retire"       # just above 10/day and 15 %
+
+
+def _hand_fit(theta: list[list[float]], weights: list[float], obs_days: float, level: float) -> NhppFit:
+    """One GPU whose posterior is the given draws (log lambda0, log alpha, beta) and weights."""
+    draws = np.array([theta])
+    prior = FleetPrior(np.zeros(3), np.ones(3))
+    return NhppFit(draws[:, 0, :], np.eye(3)[None], draws, np.array([weights]), np.array([obs_days]),
+                   prior, level)
+
+
+def test_counts_intensity_and_p_dbe_on_hand_draws() -> None:
+    # Lambda_H = lambda0 H + alpha e^(beta T) (e^(beta H) - 1) / beta over (T, T + H], T = 5, H = 10.
+    # Draw A: lambda0 2, alpha 1, beta 0.1: 20 + e^0.5 x 10 x (e^1 - 1) / 1 = 20 + 1.64872 x 17.1828
+    # = 48.32968; lambda(T) = 2 + e^0.5 = 3.64872. Draw B: lambda0 1, alpha 1, beta 0: 10 + 10 = 20;
+    # lambda(T) = 2. Equal weights, level 0.9 (tails of 5 %, each draw holds 50 %): mean count
+    # 34.16484, interval (20, 48.32968); with rho = 0.01: P = 1 - (e^-0.2 + e^-0.483297) / 2
+    # = 1 - (0.818731 + 0.616747) / 2 = 0.282261, interval (1 - e^-0.2, 1 - e^-0.483297)
+    # = (0.181269, 0.383253).
+    fit = _hand_fit([[np.log(2.0), 0.0, 0.1], [0.0, 0.0, 0.0]], [0.5, 0.5], 5.0, 0.9)
+    mean, lo, hi = fit.expected_count(10.0)
+    assert (mean[0], lo[0], hi[0]) == pytest.approx((34.16484, 20.0, 48.32968), rel=1e-6)
+    now, lo_now, hi_now = fit.intensity_now()
+    assert (now[0], lo_now[0], hi_now[0]) == pytest.approx((2.824361, 2.0, 3.648721), rel=1e-6)
+    p, p_lo, p_hi = fit.p_dbe(10.0, 0.01)
+    assert (p[0], p_lo[0], p_hi[0]) == pytest.approx((0.282261, 0.181269, 0.383253), rel=1e-5)
+
+
+def test_the_interval_ends_are_the_inverse_cdf_at_the_tails() -> None:
+    # Draws 1..4 of weight 1/4 each, level 0.5 (tails 0.25): the cumulative weights 0.25, 0.5,
+    # 0.75, 1 reach 0.25 at 1 and 0.75 at 3, so the interval is [Q(0.25), Q(0.75)] = [1, 3]
+    # (Q(p) = the least value whose cumulative weight is >= p); the mean is 2.5.
+    mean, lo, hi = _weighted_summary(np.array([[4.0, 1.0, 3.0, 2.0]]), np.full((1, 4), 0.25), 0.5)
+    assert (mean[0], lo[0], hi[0]) == (2.5, 1.0, 3.0)
+    # level 0.2 (tails 0.4): the cumulative weight reaches 0.4 at 2 and 0.6 at 3: [2, 3]
+    _, lo2, hi2 = _weighted_summary(np.array([[4.0, 1.0, 3.0, 2.0]]), np.full((1, 4), 0.25), 0.2)
+    assert (lo2[0], hi2[0]) == (2.0, 3.0)
+
+
+def test_the_fit_starts_from_half_the_mean_rate_in_each_term() -> None:
+    # With no scoring step (newton_iters 0) the mode stays at the start: log(rate / 2) for both
+    # log lambda0 and log alpha, beta 0; a GPU without events starts at the rate floor
+    # e^(mean0 - 2 sd0), with the prior N((-4, -6, 0), diag(1, 2, 0.1)^2): e^(-4 - 2) = e^-6,
+    # halved: -6 - ln 2 = -6.693147. GPU 0: 10 events in half a day (``obs_days``) -> 20/day,
+    # log 10 = 2.302585.
+    cfg = DegradationConfig(newton_iters=0)
+    obs = np.array([0.5, 1.0])
+    counts, edges, cover = bin_event_times([np.full(10, 0.25), np.zeros(0)], obs, cfg)
+    prior = FleetPrior(np.array([-4.0, -6.0, 0.0]), np.array([1.0, 2.0, 0.1]))
+    fit = fit_nhpp(counts, edges, cover, cfg, prior=prior, obs_days=obs)
+    assert fit.theta.tolist() == [pytest.approx([2.302585, 2.302585, 0.0], abs=1e-6),
+                                  pytest.approx([-6.693147, -6.693147, 0.0], abs=1e-6)]
+
+
+def test_beta_is_held_at_beta_limit() -> None:
+    # lambda(t) = 1 + e^(2 t) over 4 days (~1,480 SBEs) with a flat prior on beta (sd 10): the
+    # data want beta ~ 2/day, above beta_limit 1.5, so the mode and every draw stop at 1.5.
+    rng = np.random.default_rng(2)
+    events = [_simulate(rng, 1.0, 1.0, 2.0, 0.0, 4.0)]
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times(events, np.array([4.0]), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg, prior=FleetPrior(np.array([-4.0, -6.0, 0.0]), np.array([1.5, 1.5, 10.0])))
+    assert fit.beta[0] == 1.5
+    assert fit.draws[0, :, 2].max() == 1.5
+
+
+def test_the_fleet_prior_sd_has_a_floor() -> None:
+    # 30 identical GPUs, 40 SBEs each spread evenly over 1 day (1,200 events, all 30 active:
+    # empirical Bayes runs): the posterior means agree, so the fleet's spread of log lambda0 is
+    # only its posterior sd, below 0.1 -- held at min_prior_sd 0.1.
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.linspace(0.01, 0.99, 40)] * 30, np.ones(30), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    assert fit.prior.sd[0] == 0.1
+    assert fit.prior.sd[1] > 0.1 and fit.prior.sd[2] > 0.01
+    # The same with a steep trend, lambda(t) = 0.01 + 50 e^(0.5 t) over 4 days (638 SBEs per GPU,
+    # at the quantiles of the cumulative intensity): now log alpha is pinned, held at 0.1.
+    grid = np.linspace(0.0, 4.0, 100_001)
+    cum = np.cumsum(0.01 + 50.0 * np.exp(0.5 * grid)) * (grid[1] - grid[0])
+    times = np.interp(np.arange(int(cum[-1])) + 0.5, cum, grid)
+    counts, edges, cover = bin_event_times([times] * 30, np.full(30, 4.0), cfg)
+    trend = fit_nhpp(counts, edges, cover, cfg)
+    assert trend.prior.sd[1] == 0.1 and trend.prior.sd[0] > 0.1
+
+
+def test_the_default_dbe_ratio() -> None:
+    # With no fleet history rho is the default 1e-3 DBE per SBE; at a steady 10 SBE/day (alpha
+    # negligible, e^-50) P(DBE within 30 days) = 1 - e^(-1e-3 x 300) = 1 - e^-0.3 = 0.259182.
+    cfg = DegradationConfig()
+    rho = fit_dbe_ratio(0, 0, cfg)
+    assert rho == pytest.approx(1e-3)
+    p, _, _ = _hand_fit([[np.log(10.0), -50.0, 0.0]], [1.0], 1.0, 0.9).p_dbe(30.0, rho)
+    assert p[0] == pytest.approx(0.259182, rel=1e-5)
+
+
+def test_a_gpu_watched_half_as_long_has_twice_the_rate() -> None:
+    # Two GPUs with 10 SBEs each, watched 1 day and half a day: the second's bins after 0.5 d
+    # are unobserved (cover 0, expected count 0), not event-free, so its fit stays finite and its
+    # rate is about twice the first's (posterior means 7.06 and 13.5/day, both shrunk a little).
+    cfg = DegradationConfig()
+    counts, edges, cover = bin_event_times([np.linspace(0.05, 0.95, 10), np.linspace(0.025, 0.475, 10)],
+                                           np.array([1.0, 0.5]), cfg)
+    fit = fit_nhpp(counts, edges, cover, cfg)
+    assert np.isfinite(fit.theta).all() and np.isfinite(fit.cov).all()
+    rate, _, _ = fit.intensity_now()
+    assert 1.7 < rate[1] / rate[0] < 2.1
+
+
+def test_a_posterior_narrower_than_the_jitter_still_draws() -> None:
+    # 1e13 SBEs in each of 48 bins of one day: the Laplace covariance's smallest eigenvalue is
+    # ~4e-15, below the 1e-12 jitter added before the Cholesky factorisation; the draws are
+    # still made, all finite, and the rate is 48 x 1e13 = 4.8e14/day.
+    cfg = DegradationConfig()
+    prior = FleetPrior(np.array(cfg.prior_mean), np.array(cfg.prior_sd))
+    fit = fit_nhpp(np.full((1, 48), 1e13), np.linspace(0.0, 1.0, 49), None, cfg, prior=prior)
+    assert np.linalg.eigvalsh(fit.cov[0]).min() < 1e-12
+    assert np.isfinite(fit.draws).all()
+    rate, _, _ = fit.intensity_now()
+    assert rate[0] == pytest.approx(4.8e14, rel=1e-3)
