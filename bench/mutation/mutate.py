@@ -9,8 +9,9 @@ Each module is mutated in a scratch copy of the repository's sources, tests and 
 it), so the work tree is never touched and other work can go on. The tests that run per mutant
 are the module's own (``MODULES``), with ``-x``: the first failure kills the mutant. A mutant
 whose tests time out counts as killed (cosmic-ray's convention). Sessions are kept in
-``bench/mutation/sessions/<module>.sqlite`` (git-ignored), so an interrupted run goes on where it
-stopped; ``--retest`` runs a session's unexplained survivors again after tests were added. The
+``bench/mutation/sessions/<module>.sqlite`` (git-ignored, but for the sessions of goodput and
+degradation, committed because degradation's was cut short: ``mutate.py degradation`` on any machine
+goes on with its 333 mutants not yet run), so an interrupted run goes on where it stopped; ``--retest`` runs a session's unexplained survivors again after tests were added. The
 scores, the survivors and their explanation (``EXPLAINED``) are written to
 ``bench/results/mutation.md`` and gathered into ``bench/RESULTS.md``.
 
