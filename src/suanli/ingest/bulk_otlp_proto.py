@@ -209,8 +209,11 @@ class _Reader:
         self.pos = 0
 
     def request(self, data: bytes, line: int, where: str) -> None:
-        real = self.real.FromString(data)                 # raises where the Python path rejects it
-        raw = self.raw.FromString(data)
+        try:
+            real = self.real.FromString(data)
+            raw = self.raw.FromString(data)
+        except Exception as exc:                        # DecodeError and the like: the Python path rejects it
+            raise _Fallback("a message upb will not parse") from exc
         if len(raw.resource_spans) != len(real.resource_spans):
             raise _Fallback("resource lists differ")
         self.where[line] = where
@@ -321,10 +324,6 @@ def load_otlp_proto(path: Path, txn: Transaction, resolver: Resolver | None, rep
     except (_Fallback, bulk_otlp.Fallback, duckdb.Error, ValueError, pa.ArrowException, OSError, EOFError,
             zlib.error):
         return False
-    except Exception as exc:                            # protobuf's DecodeError (and others) on a bad message
-        if type(exc).__name__ == "DecodeError":
-            return False
-        raise
     finally:
         con.close()
     for reason in reader.reasons:
