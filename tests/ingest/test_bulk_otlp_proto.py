@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
@@ -20,7 +22,7 @@ from suanli.ingest.otlp import read_otlp
 from suanli.ingest.records import IngestReport
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
-from tests.conftest import shared_path
+from tests.conftest import examples, shared_path
 from tests.otlp_proto import delimited, jsonl_to_pb
 
 COLS = "trace_id, span_id, parent_id, name, start_s, end_s, job_id, rank, step, gpu_id, node_id, attrs, seq"
@@ -239,3 +241,19 @@ def test_a_truncated_file_beside_a_good_one(tmp_path: Path) -> None:
     assert store.stats()["spans"] == 4                                   # the good file's spans kept
     bad = [r for r in report.reasons if r.startswith("cut.pb")]
     assert len(bad) == 1 and bad[0].startswith("cut.pb:1: not a protobuf ExportTraceServiceRequest (")
+
+
+@settings(max_examples=examples(80), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3),
+       cut=st.integers(0, 40), single=st.booleans())
+def test_mutated_bytes_equal_python_path(tmp_path: Path, edits: list[tuple[int, int]], cut: int,
+                                          single: bool) -> None:
+    """Whatever bytes: the fast path (or its fallback) gives the Python path's rows and report."""
+    data = bytearray(MSG1 if single else delimited([MSG1, MSG2]))
+    for at, byte in edits:
+        data[at % len(data)] = byte
+    path = tmp_path / "m.pb"
+    path.write_bytes(bytes(data[:len(data) - cut]))
+    _, slow, fast, r_slow, r_fast = _both(path, None)
+    assert fast == slow and _same(r_slow, r_fast)
