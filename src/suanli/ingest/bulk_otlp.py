@@ -29,6 +29,7 @@ path's own functions. Nothing is appended until the whole file has passed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ from suanli.ingest.records import IngestReport
 from suanli.ingest.sink import POS_FIELD, SPAN_SCHEMA, SpanBatch, Transaction, attrs_encoder
 from suanli.inventory import Resolver
 
-__all__ = ["BATCH_ROWS", "bulk_eligible", "load_otlp_jsonl"]
+__all__ = ["BATCH_ROWS", "PLAIN_IDS", "Decode", "Fallback", "bulk_eligible", "join_stage", "load_otlp_jsonl",
+           "span_counts", "span_rows"]
 
 BATCH_ROWS = 1 << 18
 """Span rows per Arrow record batch handed to the sink."""
@@ -60,6 +62,8 @@ _SCHEMA = json.dumps({"resourceSpans": [{"resource": {"attributes": "JSON"},
 class _Fallback(Exception):
     """The file needs the exact Python parser."""
 
+
+Fallback = _Fallback
 
 def bulk_eligible(path: Path) -> bool:
     """An uncompressed JSON-lines trace file that does not start with a BOM or a pretty-printed
@@ -145,6 +149,10 @@ def _decode(text: str | None) -> dict[str, Any]:
     return _otlp.normalise_attrs(_otlp._json_attrs(raw)) if raw else {}
 
 
+Decode = Callable[[Any], dict[str, Any]]
+"""One distinct attribute list as the stage holds it (JSON text, protobuf bytes) -> normalised attributes."""
+
+
 def _body(encode: Any, attrs: dict[str, Any]) -> str:
     return str(encode(attrs))[1:-1]
 
@@ -152,21 +160,26 @@ def _body(encode: Any, attrs: dict[str, Any]) -> str:
 class _Maps:
     """The small tables Python computes from distinct resources and span attribute lists."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, resolver: Resolver | None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, resolver: Resolver | None,
+                 decode: Decode = _decode, decode_resource: Decode = _decode) -> None:
         self.con = con
         self.resolver = resolver
+        self.decode, self.decode_resource = decode, decode_resource
         self.encode = attrs_encoder()
         self.res: dict[int, dict[str, Any]] = {}
         self.res_ident: dict[int, tuple[Any, ...]] = {}
         self.pairs = 0
 
-    def resources(self) -> None:
-        rows = self.con.execute("SELECT rh, count(DISTINCT ra), any_value(ra) FROM _otlp_stage "
-                                "WHERE ra IS NOT NULL GROUP BY rh").fetchall()
+    def resources(self, known: dict[int, Any] | None = None) -> None:
+        """Each resource's attributes and ident: from the stage's ``rh`` / ``ra``, or ``known``
+        (resource key -> its attribute list as ``decode_resource`` takes it)."""
+        rows = ([(rh, 1, raw) for rh, raw in known.items()] if known is not None else
+                self.con.execute("SELECT rh, count(DISTINCT ra), any_value(ra) FROM _otlp_stage "
+                                 "WHERE ra IS NOT NULL GROUP BY rh").fetchall())
         if any(int(n) != 1 for _, n, _ in rows):
             raise _Fallback("a resource hash collision")
         for rh, _, text in rows:
-            attrs = self.res[int(rh)] = _decode(text)
+            attrs = self.res[int(rh)] = self.decode_resource(text)
             self.res_ident[int(rh)] = _otlp.span_ident(self.resolver, attrs)
 
     def span_attrs(self) -> None:
@@ -181,7 +194,7 @@ class _Maps:
         cols: dict[str, list[Any]] = {k: [] for k in ("sh", "kset", "body", "own_id", "own_step", "res_step")}
         own_id_texts: dict[int, dict[str, Any]] = {}
         for sh, _, text in rows:
-            own = _decode(text)
+            own = self.decode(text)
             kset = ksets.setdefault(frozenset(own), len(ksets))
             step = _otlp.to_int(own.get("train.step"))
             has_ident = any(k in own for k in _otlp.IDENTITY_KEYS)
@@ -232,9 +245,7 @@ class _Maps:
 
 _OWN = """
   CREATE OR REPLACE TEMP TABLE _otlp_own AS
-  SELECT s.line, s.pos, lower(s.tid[2:-2]) AS trace_id, lower(s.sid[2:-2]) AS span_id,
-         CASE WHEN s.pid IS NULL OR s.pid = '""' THEN NULL ELSE lower(s.pid[2:-2]) END AS parent_id,
-         s.name[2:-2] AS name, s.start_ns / 1e9 AS start_s, s.end_ns / 1e9 AS end_s,
+  SELECT s.line, s.pos, {tid} AS trace_id, {sid} AS span_id, {pid} AS parent_id, {name} AS name, s.start_ns / 1e9 AS start_s, s.end_ns / 1e9 AS end_s,
          {job} AS job, {rank} AS rank,
          CASE WHEN m.sh IS NULL OR m.res_step THEN r.step ELSE m.own_step END AS step,
          {gpu} AS gpu, {node} AS node, {bad} AS bad, s.rh, coalesce(m.kset, 0) AS kset, s.sh
@@ -242,7 +253,14 @@ _OWN = """
   JOIN _otlp_rbody r ON r.rh = s.rh AND r.kset = coalesce(m.kset, 0) {pair}"""
 
 
-def _own(con: duckdb.DuckDBPyConnection, with_pairs: bool) -> None:
+JSON_IDS = {"tid": "lower(s.tid[2:-2])", "sid": "lower(s.sid[2:-2])", "name": "s.name[2:-2]",
+            "pid": """CASE WHEN s.pid IS NULL OR s.pid = '""' THEN NULL ELSE lower(s.pid[2:-2]) END"""}
+"""How ``_otlp_own`` reads ids and name from the stage: JSON tokens (quoted, checked by ``_CHECK``)."""
+PLAIN_IDS = {"tid": "s.tid", "sid": "s.sid", "name": "s.name", "pid": "s.pid"}
+"""... or plain text (lower-case hex, the parent NULL when absent)."""
+
+
+def _own(con: duckdb.DuckDBPyConnection, with_pairs: bool, ids: dict[str, str] | None = None) -> None:
     """``_otlp_own``: each span with its own ident (before inheritance) and merged attributes."""
     cols = ("job", "rank", "gpu", "node", "bad")
     if with_pairs:
@@ -250,7 +268,7 @@ def _own(con: duckdb.DuckDBPyConnection, with_pairs: bool) -> None:
         pair = "LEFT JOIN _otlp_pair p ON m.own_id AND p.rh = s.rh AND p.sh = s.sh"
     else:
         fill, pair = {c: f"r.{c}" for c in cols}, ""
-    con.execute(_OWN.format(pair=pair, **fill)).fetchall()
+    con.execute(_OWN.format(pair=pair, **fill, **(ids or JSON_IDS))).fetchall()
     con.execute("DROP TABLE _otlp_stage").fetchall()
 
 
@@ -370,10 +388,25 @@ def _prepare(con: duckdb.DuckDBPyConnection, path: Path, resolver: Resolver | No
     """Stage, check, map, own idents and inheritance; the number of non-blank lines."""
     _stage(con, path)
     lines = 1 if _check_spans(con) else _count_lines(con, path)
-    maps = _Maps(con, resolver)
-    maps.resources()
+    join_stage(con, resolver, cfg)
+    return lines
+
+
+def join_stage(con: duckdb.DuckDBPyConnection, resolver: Resolver | None, cfg: _otlp.OtlpConfig,
+               decode: Decode = _decode, decode_resource: Decode = _decode,
+               ids: dict[str, str] | None = None, resources: dict[int, Any] | None = None) -> None:
+    """From ``_otlp_stage`` (one row per span: ``line`` = request, ``pos`` = file order, ``rh`` / ``ra``
+    the resource's key and, on at least one of its rows, its attribute list; ids, name, times; ``sa``
+    / ``sh`` the span's attribute list and its hash) to ``_otlp_own`` and ``_otlp_walk``, from which
+    :func:`span_counts` and :func:`span_rows` read. ``resources`` (``rh`` -> attribute list) stands
+    in for the stage's ``ra`` column."""
+    maps = _Maps(con, resolver, decode, decode_resource)
+    maps.resources(resources)
     maps.span_attrs()
-    _own(con, maps.pairs > 0)
+    _own(con, maps.pairs > 0, ids)
     _walk(con, cfg.max_parent_depth)
     _cross(con, cfg.parent_cache_size)
-    return lines
+
+
+span_counts = _counts
+span_rows = _rows

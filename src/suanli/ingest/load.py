@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from suanli.errors import InputError
-from suanli.ingest import bulk_om, bulk_otlp
+from suanli.ingest import bulk_om, bulk_otlp, bulk_otlp_proto
 from suanli.ingest.kineto import is_kineto_trace, read_kineto
 from suanli.ingest.log_time import for_ingest
 from suanli.ingest.logs import LogConfig, read_log
@@ -195,8 +195,8 @@ def _stream_metrics(batches: Iterator[Batch], txn: Transaction, report: IngestRe
 def load_traces(path: Path, sink: Sink, resolver: Resolver | None, report: IngestReport, *,
                 fingerprint: str | None = None, config: OtlpConfig | None = None) -> bool:
     """One trace file in one transaction: a PyTorch profiler (Kineto) trace through its reader; the
-    DuckDB bulk reader for clean OTLP JSON lines, else the Python parser. True when the bulk reader
-    took it."""
+    DuckDB bulk reader for clean OTLP JSON lines, the vectorised protobuf reader for protobuf files,
+    else the Python parser. True when a bulk reader took it."""
     if is_kineto_trace(path):
         _load_kineto(path, sink, report, fingerprint)
         return False
@@ -204,6 +204,11 @@ def load_traces(path: Path, sink: Sink, resolver: Resolver | None, report: Inges
         if bulk_otlp.load_otlp_jsonl(path, txn, resolver, report, config):
             txn.commit(report)
             return True
+    if bulk_otlp_proto.proto_eligible(path):
+        with sink.transaction(str(path), fingerprint) as txn:
+            if bulk_otlp_proto.load_otlp_proto(path, txn, resolver, report, config):
+                txn.commit(report)
+                return True
     with sink.transaction(str(path), fingerprint) as txn:
         for spans in batched(read_otlp(path, resolver, report, config), RECORDS_PER_BATCH):
             txn.append_spans(SpanBatch.from_spans(spans))
