@@ -27,6 +27,7 @@ import functools
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,8 +45,13 @@ RESULTS = HERE / "results" / "scale.md"
 CLI = [sys.executable, "-m", "suanli.cli"]
 
 
-def _found(out: str, truth: dict[str, Any]) -> str:
-    incidents = json.loads(out)["incidents"]
+def _to_file(cmd: list[str], out: Path) -> dict[str, Any]:
+    """``run_child`` with the command's stdout in ``out`` (the wrapper keeps only its tail)."""
+    return run_child(["sh", "-c", f"{shlex.join(cmd)} > {shlex.quote(str(out))}"])
+
+
+def _found(out: Path, truth: dict[str, Any]) -> str:
+    incidents = json.loads(out.read_text(encoding="utf-8"))["incidents"]
     got = {(i["category"], i["root_cause"]["id"]) for i in incidents}
     want = {(f["category"], f["root_cause"]["id"]) for f in truth["faults"]}
     return f"{len(want & got)}/{len(want)} faults, {len(got - want)} other incidents"
@@ -103,10 +109,10 @@ def main(argv: list[str] | None = None) -> str:
         size_mib = sum(p.stat().st_size for p in folder.iterdir()) / 2**20
         db = work / "x.duckdb"
         runs = [("suanli ingest DIR --db X", run_child([*CLI, "ingest", str(folder), "--db", str(db)]), None)]
-        diag = run_child([*CLI, "diagnose", "--db", str(db), "--json"])
-        runs.append(("suanli diagnose --db X --json", diag, _found(str(diag["out"]), truth)))
-        whole = run_child([*CLI, "diagnose", str(folder), "--json"])
-        runs.append(("suanli diagnose DIR --json", whole, _found(str(whole["out"]), truth)))
+        diag = _to_file([*CLI, "diagnose", "--db", str(db), "--json"], work / "db.json")
+        runs.append(("suanli diagnose --db X --json", diag, _found(work / "db.json", truth)))
+        whole = _to_file([*CLI, "diagnose", str(folder), "--json"], work / "dir.json")
+        runs.append(("suanli diagnose DIR --json", whole, _found(work / "dir.json", truth)))
         counts = subprocess.run([sys.executable, "-c", "import sys, duckdb; c = duckdb.connect(sys.argv[1], read_only=True); "
                                  "print(*(c.execute(f'SELECT count(*) FROM {t}').fetchall()[0][0] for t in ('samples', 'spans', 'series')))",
                                  str(db)], capture_output=True, text=True, check=True).stdout.split()
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> str:
     lines = ["## scale", "",
              f"What: `bench/scale.py`: a simulated `mixed_port_thermal` hour ({args.nodes} nodes, {args.nodes * 8:,} GPUs, "
              f"{args.minutes:.0f} min; {size_mib:,.0f} MiB of files: {int(counts[0]):,} samples of {int(counts[2]):,} series, "
-             f"{int(counts[1]):,} spans; simulated in {sim_s:.0f} s) through the CLI, each step a child process "
+             f"{int(counts[1]):,} spans; {f'simulated in {sim_s:.0f} s' if sim_s else 'written before'}) through the CLI, each step a child process "
              "(wall includes start-up; peak RSS of the child).",
              f"Machine: {os.cpu_count()} cores ({platform.machine()}, shared with other jobs), Python {platform.python_version()}.", "",
              "| step | wall s | peak RSS MiB | diagnosis |", "| --- | ---: | ---: | --- |"]
