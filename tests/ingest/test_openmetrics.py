@@ -170,6 +170,16 @@ def test_timestamp_range_bounds_in_both_paths(tmp_path: Path) -> None:
     assert stream.reasons == bulk.reasons == expected
 
 
+def test_a_label_set_never_closed_is_rejected_in_both_paths(tmp_path: Path) -> None:
+    # line 2 opens a label set and never closes it: the same series text as line 1 once a "}" is
+    # added, so the bulk reader's grouping must not take it for a sample of that series
+    path = tmp_path / "m.om"
+    path.write_text(f'g{{a="1"}} 1 {T}\ng{{a="1" 2 {T + 1}\ng{{a="1"}} 3 {T + 2}\n# EOF\n')
+    stream_ts, stream, bulk_ts, bulk = _both(path)
+    assert stream_ts == bulk_ts == [T, T + 2.0]
+    assert stream.reasons == bulk.reasons and len(stream.reasons) == 1 and stream.reasons[0].startswith("m.om:2: ")
+
+
 def test_prometheus_timestamp_range_is_checked_after_ms_to_s(tmp_path: Path) -> None:
     # 946684800000 ms = 2000-01-01 (kept); 1773400000 ms = 1970-01-21 (a seconds value written as ms)
     path = tmp_path / "m.prom"

@@ -114,7 +114,9 @@ def _group(single: bool, h: int, a: str | None, n: int) -> Group:
     if a is None or not a.strip(" "):                   # DuckDB's trim: spaces only
         return "blank", None, None, None, n
     space = a.find(" ")
-    return ("ok", h, None, a[:space], n) if space >= 0 else ("bad", None, None, None, n)
+    if space < 0 or "{" in a[:space]:                   # no value, or a label set never closed
+        return "bad", None, None, None, n
+    return "ok", h, None, a[:space], n
 
 
 def load_openmetrics(path: Path, txn: Transaction, resolver: Resolver | None, report: IngestReport,
