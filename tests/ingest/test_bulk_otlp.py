@@ -9,40 +9,21 @@ from typing import Any
 
 import pytest
 
-from suanli.ingest.load import load_traces
-from suanli.ingest.otlp import read_otlp
-from suanli.ingest.records import IngestReport
-from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
 from tests.conftest import shared_path
+from tests.ingest.span_paths import both_paths, resolver_of
 from tests.otlp_json import request_line, span
 
 SCENARIOS = ("healthy", "switch_port_errors", "pcie_riser")
-COLS = "trace_id, span_id, parent_id, name, start_s, end_s, job_id, rank, step, gpu_id, node_id, attrs, seq"
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 JOB = "llama-34b-rlhf-rm"                              # the job of the healthy scenario's inventory
 UUID_N1_G0 = "GPU-1bd210c2-fccf-4d7d-1a48-dafe2ac885f7"   # node-001 gpu index 0 in that inventory
 
 
-def _resolver(folder: Path) -> Any:
-    inv = folder / "inventory.yaml"
-    return parse_inventory(inv.read_text(encoding="utf-8"), source=str(inv)).resolver
 
 
-def _rows(store: DuckStore) -> list[tuple[Any, ...]]:
-    """Spans in write order, attrs parsed (key order is not part of the contract); seq relative."""
-    rows = store.con.execute(f"SELECT {COLS} FROM spans ORDER BY seq").fetchall()
-    base = rows[0][-1] if rows else 0
-    return [(*r[:11], json.loads(r[11]), r[12] - base) for r in rows]
 
 
-def _both(path: Path, resolver: Any) -> tuple[bool, list[Any], list[Any], IngestReport, IngestReport]:
-    slow, fast = DuckStore(None), DuckStore(None)
-    r_slow, r_fast = IngestReport(), IngestReport()
-    slow.add_spans(read_otlp(path, resolver, r_slow))
-    slow.flush()
-    used = load_traces(path, fast, resolver, r_fast)
-    return used, _rows(slow), _rows(fast), r_slow, r_fast
 
 
 @pytest.mark.slow
@@ -50,7 +31,7 @@ def _both(path: Path, resolver: Any) -> tuple[bool, list[Any], list[Any], Ingest
 def test_public_scenarios_equal_python_path(name: str) -> None:
     folder = shared_path("scenarios", name)
     truth = json.loads((folder / "truth.json").read_text())
-    used, slow, fast, r_slow, r_fast = _both(folder / "traces.otlp.jsonl", _resolver(folder))
+    used, slow, fast, r_slow, r_fast = both_paths(folder / "traces.otlp.jsonl", resolver_of(folder))
     assert used
     assert len(fast) == truth["files"]["spans"]            # the simulator's own count
     assert fast == slow
@@ -63,7 +44,7 @@ def test_public_scenarios_equal_python_path(name: str) -> None:
 def test_simulated_scenarios_equal_python_path(scenario: str, tmp_path: Path) -> None:
     from suanli.sim import simulate
     folder = simulate(scenario, tmp_path / scenario, seed=3, nodes=4, minutes=3)
-    used, slow, fast, r_slow, r_fast = _both(folder / "traces.otlp.jsonl", _resolver(folder))
+    used, slow, fast, r_slow, r_fast = both_paths(folder / "traces.otlp.jsonl", resolver_of(folder))
     assert used and len(fast) > 1000
     assert fast == slow
     assert r_fast.loaded == r_slow.loaded and r_fast.unresolved == r_slow.unresolved
@@ -104,8 +85,8 @@ def _write(tmp_path: Path, lines: list[str], name: str = "tricky.otlp.jsonl") ->
 
 
 def test_tricky_lines_equal_python_path(tmp_path: Path) -> None:
-    resolver = _resolver(shared_path("scenarios", "healthy"))
-    used, slow, fast, r_slow, r_fast = _both(_write(tmp_path, TRICKY), resolver)
+    resolver = resolver_of(shared_path("scenarios", "healthy"))
+    used, slow, fast, r_slow, r_fast = both_paths(_write(tmp_path, TRICKY), resolver)
     assert used and fast == slow
     by_id = {r[1]: r for r in fast}
     # worked out by hand from the lines above and the healthy inventory
@@ -128,9 +109,9 @@ def test_tricky_lines_equal_python_path(tmp_path: Path) -> None:
 
 
 def test_bad_line_falls_back_with_reason(tmp_path: Path) -> None:
-    resolver = _resolver(shared_path("scenarios", "healthy"))
+    resolver = resolver_of(shared_path("scenarios", "healthy"))
     path = _write(tmp_path, [*TRICKY[:2], "{not json", TRICKY[2]])
-    used, slow, fast, r_slow, r_fast = _both(path, resolver)
+    used, slow, fast, r_slow, r_fast = both_paths(path, resolver)
     assert not used and fast == slow and len(fast) == 6
     assert r_fast.rejected == r_slow.rejected == 1
     assert r_fast.reasons[0].startswith("tricky.otlp.jsonl:3: not JSON")
@@ -139,7 +120,7 @@ def test_bad_line_falls_back_with_reason(tmp_path: Path) -> None:
 @pytest.mark.parametrize("variant", ["snake", "end_before_start", "dup_id", "int_name", "pretty", "no_rs",
                                      "leading_zero_time", "numeric_span_id"])
 def test_unmodelled_input_falls_back_and_matches(variant: str, tmp_path: Path) -> None:
-    resolver = _resolver(shared_path("scenarios", "healthy"))
+    resolver = resolver_of(shared_path("scenarios", "healthy"))
     doc = json.loads(TRICKY[0])
     spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
     if variant == "snake":
@@ -157,25 +138,25 @@ def test_unmodelled_input_falls_back_and_matches(variant: str, tmp_path: Path) -
     elif variant == "no_rs":
         doc = {"something": []}
     lines = [json.dumps(doc, indent=1)] if variant == "pretty" else [json.dumps(doc), *TRICKY[1:]]
-    used, slow, fast, r_slow, r_fast = _both(_write(tmp_path, lines), resolver)
+    used, slow, fast, r_slow, r_fast = both_paths(_write(tmp_path, lines), resolver)
     assert not used
     assert fast == slow and r_fast.loaded == r_slow.loaded and r_fast.reasons == r_slow.reasons
 
 
 def test_gzip_and_blank_lines(tmp_path: Path) -> None:
-    resolver = _resolver(shared_path("scenarios", "healthy"))
+    resolver = resolver_of(shared_path("scenarios", "healthy"))
     gz = tmp_path / "t.otlp.jsonl.gz"
     gz.write_bytes(gzip.compress(("\n".join(TRICKY) + "\n").encode()))
-    used, slow, fast, _, _ = _both(gz, resolver)
+    used, slow, fast, _, _ = both_paths(gz, resolver)
     assert fast == slow and len(fast) == 6
     blank = _write(tmp_path, ["", TRICKY[0], "   ", TRICKY[1], TRICKY[2], ""])
-    used, slow, fast, r_slow, r_fast = _both(blank, resolver)
+    used, slow, fast, r_slow, r_fast = both_paths(blank, resolver)
     assert used and fast == slow and r_fast.loaded == r_slow.loaded == {"spans": 6}
 
 
 def test_empty_request_counts_like_python(tmp_path: Path) -> None:
     path = _write(tmp_path, [json.dumps({"resourceSpans": []})])
-    used, slow, fast, r_slow, r_fast = _both(path, None)
+    used, slow, fast, r_slow, r_fast = both_paths(path, None)
     assert used and fast == slow == [] and r_fast.loaded == r_slow.loaded == {"spans": 0}
 
 

@@ -18,14 +18,12 @@ from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from suanli.ingest.load import load_traces
-from suanli.ingest.otlp import read_otlp
 from suanli.ingest.records import IngestReport
-from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
 from tests.conftest import examples, shared_path
+from tests.ingest.span_paths import both_paths, resolver_of, span_rows
 from tests.otlp_proto import delimited, jsonl_to_pb
 
-COLS = "trace_id, span_id, parent_id, name, start_s, end_s, job_id, rank, step, gpu_id, node_id, attrs, seq"
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 JOB = "llama-34b-rlhf-rm"                              # the job of the healthy scenario's inventory
 UUID_N1_G0 = "GPU-1bd210c2-fccf-4d7d-1a48-dafe2ac885f7"   # node-001 gpu index 0 in that inventory
@@ -33,24 +31,10 @@ BAD = "span_id/name missing or end before start"
 T0 = 1_773_769_158_000_000_000
 
 
-def _resolver(folder: Path) -> Any:
-    inv = folder / "inventory.yaml"
-    return parse_inventory(inv.read_text(encoding="utf-8"), source=str(inv)).resolver
 
 
-def _rows(store: DuckStore) -> list[tuple[Any, ...]]:
-    rows = store.con.execute(f"SELECT {COLS} FROM spans ORDER BY seq").fetchall()
-    base = rows[0][-1] if rows else 0
-    return [(*r[:11], json.loads(r[11]), r[12] - base) for r in rows]
 
 
-def _both(path: Path, resolver: Any) -> tuple[bool, list[Any], list[Any], IngestReport, IngestReport]:
-    slow, fast = DuckStore(None), DuckStore(None)
-    r_slow, r_fast = IngestReport(), IngestReport()
-    slow.add_spans(read_otlp(path, resolver, r_slow))
-    slow.flush()
-    used = load_traces(path, fast, resolver, r_fast)
-    return used, _rows(slow), _rows(fast), r_slow, r_fast
 
 
 def _same(r_slow: IngestReport, r_fast: IngestReport) -> bool:
@@ -128,7 +112,7 @@ def _check_hand_made(fast: list[Any]) -> None:
 def test_hand_made_stream_equals_python_path(tmp_path: Path) -> None:
     path = tmp_path / "t.pb"
     path.write_bytes(delimited([MSG1, MSG2]))
-    used, slow, fast, r_slow, r_fast = _both(path, _resolver(shared_path("scenarios", "healthy")))
+    used, slow, fast, r_slow, r_fast = both_paths(path, resolver_of(shared_path("scenarios", "healthy")))
     assert used and fast == slow and _same(r_slow, r_fast)
     _check_hand_made(fast)
     assert fast[3][1] == "00000000000000b2" and fast[3][6:11] == (JOB, 0, 7, "node-001/gpu0", "node-001")
@@ -141,7 +125,7 @@ def test_hand_made_stream_equals_python_path(tmp_path: Path) -> None:
 def test_single_message_gzip_and_sniffed(name: str, tmp_path: Path) -> None:
     path = tmp_path / name
     path.write_bytes(gzip.compress(MSG1) if name.endswith(".gz") else MSG1)
-    used, slow, fast, r_slow, r_fast = _both(path, _resolver(shared_path("scenarios", "healthy")))
+    used, slow, fast, r_slow, r_fast = both_paths(path, resolver_of(shared_path("scenarios", "healthy")))
     assert used and fast == slow and _same(r_slow, r_fast) and len(fast) == 3
     _check_hand_made(fast)
     assert r_fast.reasons[0] == f"{name}:1: span 1: {BAD}"
@@ -150,11 +134,11 @@ def test_single_message_gzip_and_sniffed(name: str, tmp_path: Path) -> None:
 def test_empty_request_and_no_resolver(tmp_path: Path) -> None:
     empty = tmp_path / "e.pb"
     empty.write_bytes(_req({}, []))
-    used, slow, fast, r_slow, r_fast = _both(empty, None)
+    used, slow, fast, r_slow, r_fast = both_paths(empty, None)
     assert used and fast == slow == [] and r_fast.loaded == r_slow.loaded == {"spans": 0}
     plain = tmp_path / "p.pb"
     plain.write_bytes(delimited([MSG1, MSG2]))
-    used, slow, fast, r_slow, r_fast = _both(plain, None)
+    used, slow, fast, r_slow, r_fast = both_paths(plain, None)
     assert used and fast == slow and _same(r_slow, r_fast)
     # no inventory: the GPU UUID names nothing (c1, a1, d1); b2 has only its inherited ids, kept as given
     assert r_fast.unresolved == {"spans": 3}
@@ -182,7 +166,7 @@ def test_unmodelled_input_falls_back_and_matches(variant: str, tmp_path: Path) -
     else:
         data = b""
     path.write_bytes(data)
-    used, slow, fast, r_slow, r_fast = _both(path, _resolver(shared_path("scenarios", "healthy")))
+    used, slow, fast, r_slow, r_fast = both_paths(path, resolver_of(shared_path("scenarios", "healthy")))
     assert not used and fast == slow and _same(r_slow, r_fast)
     if variant in ("truncated", "garbage"):         # one line naming the file, nothing kept
         assert fast == [] and r_fast.rejected == 1
@@ -196,12 +180,12 @@ def test_public_scenario_as_protobuf_equals_both_other_paths(tmp_path: Path) -> 
     truth = json.loads((folder / "truth.json").read_text())
     pb = tmp_path / "traces.otlp.pb"
     jsonl_to_pb(folder / "traces.otlp.jsonl", pb)
-    used, slow, fast, r_slow, r_fast = _both(pb, _resolver(folder))
+    used, slow, fast, r_slow, r_fast = both_paths(pb, resolver_of(folder))
     assert used and fast == slow and _same(r_slow, r_fast)
     assert len(fast) == truth["files"]["spans"] and r_fast.loaded == {"spans": len(fast)}
     from_json = DuckStore(None)
-    assert load_traces(folder / "traces.otlp.jsonl", from_json, _resolver(folder), IngestReport())
-    assert _rows(from_json) == fast                                      # the same spans from either format
+    assert load_traces(folder / "traces.otlp.jsonl", from_json, resolver_of(folder), IngestReport())
+    assert span_rows(from_json) == fast                                      # the same spans from either format
 
 
 @pytest.mark.slow
@@ -210,7 +194,7 @@ def test_simulated_scenario_equals_python_path(tmp_path: Path) -> None:
     folder = simulate("seed_optical_ber", tmp_path / "s", seed=3, nodes=4, minutes=3)
     pb = tmp_path / "traces.otlp.pb"
     jsonl_to_pb(folder / "traces.otlp.jsonl", pb)
-    used, slow, fast, r_slow, r_fast = _both(pb, _resolver(folder))
+    used, slow, fast, r_slow, r_fast = both_paths(pb, resolver_of(folder))
     assert used and len(fast) > 1000 and fast == slow and _same(r_slow, r_fast)
 
 
@@ -255,5 +239,5 @@ def test_mutated_bytes_equal_python_path(tmp_path: Path, edits: list[tuple[int, 
         data[at % len(data)] = byte
     path = tmp_path / "m.pb"
     path.write_bytes(bytes(data[:len(data) - cut]))
-    _, slow, fast, r_slow, r_fast = _both(path, None)
+    _, slow, fast, r_slow, r_fast = both_paths(path, None)
     assert fast == slow and _same(r_slow, r_fast)
