@@ -105,6 +105,8 @@ _SAME_RANK = ("equivalent: `ok` already has `nxt < n`, so `np.minimum(nxt, n - 1
               "change nothing); with `n - 2` only `nxt = n - 1` changes, to a comparison that always holds, "
               "and it differs only where row n - 1 starts a rank, whose `has_restart` is never read")
 ANNOTATION = "equivalent: a type annotation, never evaluated (`from __future__ import annotations`)"
+_ANCHORED_ONCE = ("equivalent: `_DEV_PREFIX` is anchored at `^` (no MULTILINE), so it can match once per line "
+                  "whatever the count")
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("counters", "NumberReplacer", "if len(ts) < 2:"):
         "equivalent: with one sample `np.diff` is empty, so the early return and the general path "
@@ -144,12 +146,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the first `group[::-1]` only feeds `.max()`, which does not depend on the order",
     ("log_classify", "NumberReplacer", 'body = _DEV_PREFIX.sub("", line.strip(), count=1) -> '
      'body = _DEV_PREFIX.sub("", line.strip(), count= 0)'):
-        "equivalent: `_DEV_PREFIX` is anchored at `^` (no MULTILINE), so it can match once per line "
-        "whatever the count",
+        _ANCHORED_ONCE,
     ("log_classify", "NumberReplacer", 'body = _DEV_PREFIX.sub("", line.strip(), count=1) -> '
      'body = _DEV_PREFIX.sub("", line.strip(), count= 2)'):
-        "equivalent: `_DEV_PREFIX` is anchored at `^` (no MULTILINE), so it can match once per line "
-        "whatever the count",
+        _ANCHORED_ONCE,
     ("changepoint", "NumberReplacer", "a, o = _cusum_one(z2[0].tolist(), config)"):
         "equivalent: on this branch there is one row, so `z2[-1]` is `z2[0]`",
     ("changepoint", "NumberReplacer", "i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])"):
