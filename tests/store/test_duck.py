@@ -114,7 +114,8 @@ def test_spans_filters_and_order() -> None:
                   None, None) for i, name in enumerate(["train_step", "forward", "train_step", "forward", "train_step"])]
     store.add_spans(spans)
     f = store.spans(job_id="j", names=["train_step"])
-    assert f.span_id.tolist() == ["s0", "s2"]
+    assert f.span_id.tolist() == ["s0", "s2"] and f.gpu_id.tolist() == f.node_id.tolist() == [None, None]
+    assert f.name.tolist() == ["train_step"] * 2 and f.job_id.tolist() == ["j", "j"]
     assert store.spans(steps=(1, 2)).span_id.tolist() == ["s2", "s3", "s4"]
     assert store.spans(start=2.6, end=3.2).span_id.tolist() == ["s3"]   # overlaps [3, 3.5] only
 

@@ -372,3 +372,21 @@ def test_a_posterior_narrower_than_the_jitter_still_draws() -> None:
     assert np.isfinite(fit.draws).all()
     rate, _, _ = fit.intensity_now()
     assert rate[0] == pytest.approx(4.8e14, rel=1e-3)
+
+
+def test_the_fleet_prior_sd_is_floored_only_where_the_fleet_spread_is_below_the_floor() -> None:
+    # 40 GPUs with one and the same constant rate, 5 SBE/day for 30 days (~150 events each). The
+    # true spread of log lambda0 across the fleet is 0, and each GPU's own log rate is known to about
+    # 1/sqrt(150) = 0.08, shared between the constant and the trend term: the empirical-Bayes sd of
+    # log lambda0 falls below the floor min_prior_sd[0] = 0.1 and is the floor exactly. The alpha and
+    # beta spreads stay above their floors (0.1, 0.01), so there the floor changes nothing: the same
+    # fit without any floor gives them to within the Monte-Carlo noise of the draws.
+    cfg = DegradationConfig()
+    rng = np.random.default_rng(1)
+    times = [np.sort(rng.uniform(0.0, T_DAYS, rng.poisson(5.0 * T_DAYS))) for _ in range(40)]
+    counts, edges, cover = bin_event_times(times, np.full(40, T_DAYS), cfg)
+    floored = fit_nhpp(counts, edges, cover, cfg).prior.sd
+    free = fit_nhpp(counts, edges, cover, dataclasses.replace(cfg, min_prior_sd=(0.0, 0.0, 0.0))).prior.sd
+    assert free[0] < 0.1 and floored[0] == 0.1
+    assert free[1] > 0.1 and free[2] > 0.01
+    assert floored[1:] == pytest.approx(free[1:], rel=0.05)

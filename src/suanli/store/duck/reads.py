@@ -20,6 +20,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from suanli.ingest.records import Event, SeriesKey
 from suanli.store.api import F64, Series, SpanFrame
@@ -172,28 +173,27 @@ class DuckReads:
         id_cols = ", trace_id, span_id, parent_id" if ids else ""
         with self.lock:
             self.flush()
-            res = self.con.execute(
+            # Arrow, not fetchnumpy: a text column arrives as Arrow strings and becomes one Python
+            # str per distinct value (a job's spans repeat a few names and GPUs millions of times)
+            tab = self.con.sql(
                 "SELECT job_id, coalesce(rank, -1) AS rank, coalesce(step, -1) AS step, name, start_s, "
-                f"end_s, gpu_id, node_id{id_cols} FROM spans WHERE {where} ORDER BY seq", params).fetchnumpy()
+                f"end_s, gpu_id, node_id{id_cols} FROM spans WHERE {where} ORDER BY seq",
+                params=params).to_arrow_table()
 
-        def col(name: str, dtype: Any) -> npt.NDArray[Any]:
-            arr = res[name]
-            if dtype is object and isinstance(arr, np.ma.MaskedArray):
-                data = np.array(arr.data, dtype=object)
-                data[np.ma.getmaskarray(arr)] = None
-                arr = data
-            return np.asarray(arr, dtype=dtype)
+        def num(name: str, dtype: Any) -> npt.NDArray[Any]:
+            return np.asarray(tab[name].to_numpy(), dtype=dtype)
 
-        none = np.full(len(res["start_s"]), None, dtype=object) if not ids else None
+        n = tab.num_rows
+        none = np.full(n, None, dtype=object)
 
         def id_col(name: str) -> npt.NDArray[np.object_]:
-            return col(name, object) if none is None else none
+            return _text_column(tab[name]) if ids else none
 
-        return SpanFrame(job_id=col("job_id", object), rank=col("rank", np.int64), step=col("step", np.int64),
-                         name=col("name", object), start_s=col("start_s", np.float64),
-                         end_s=col("end_s", np.float64), gpu_id=col("gpu_id", object),
-                         node_id=col("node_id", object), trace_id=id_col("trace_id"),
-                         span_id=id_col("span_id"), parent_id=id_col("parent_id"))
+        return SpanFrame(job_id=_text_column(tab["job_id"]), rank=num("rank", np.int64),
+                         step=num("step", np.int64), name=_text_column(tab["name"]),
+                         start_s=num("start_s", np.float64), end_s=num("end_s", np.float64),
+                         gpu_id=_text_column(tab["gpu_id"]), node_id=_text_column(tab["node_id"]),
+                         trace_id=id_col("trace_id"), span_id=id_col("span_id"), parent_id=id_col("parent_id"))
 
     def span_numbers(self, job_id: str | None = None, name: str | None = None,
                      keys: Sequence[str] = ()) -> dict[str, F64]:
@@ -276,3 +276,10 @@ class DuckReads:
             pair = out.setdefault(k.metric, [0, 0])
             pair[0 if k.entity_id else 1] += 1
         return {m: (a, b) for m, (a, b) in out.items()}
+
+
+def _text_column(col: pa.ChunkedArray) -> npt.NDArray[np.object_]:
+    """An Arrow text column as an object array, null as None, one ``str`` per distinct value."""
+    enc = pc.dictionary_encode(col).combine_chunks()
+    values = np.array([*enc.dictionary.to_pylist(), None], dtype=object)
+    return np.asarray(values[enc.indices.fill_null(len(values) - 1).to_numpy()], dtype=object)
