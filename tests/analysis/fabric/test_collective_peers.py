@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from suanli.analysis.fabric.peers import collective_peers, peer_median_at
+from suanli.analysis.fabric.peers import collective_peers
+from suanli.analysis.peer_median import peer_median_at
 from suanli.store.duck import DuckStore
 from tests.analysis.fabric.test_fabric import INV, _counter, _run
 

@@ -22,7 +22,7 @@ from suanli.analysis.fabric.counters import (
     rolling_mean,
     stopped_series,
 )
-from suanli.analysis.fabric.peers import peer_median_at
+from suanli.analysis.peer_median import peer_median_at
 from suanli.inventory.model import gpu_id
 from suanli.store.api import Series, Store
 

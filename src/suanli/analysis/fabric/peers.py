@@ -13,7 +13,6 @@ unevenly), has no peer and is judged on its own traffic alone.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +21,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from suanli.inventory.catalog import Inventory
 
-__all__ = ["MAX_PEERS", "collective_peers", "peer_median_at"]
+__all__ = ["MAX_PEERS", "collective_peers"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -66,21 +65,4 @@ def collective_peers(inv: Inventory, max_peers: int = MAX_PEERS) -> dict[str, tu
             port = inv.nics[n].switch_port
             if port is not None:
                 out.setdefault(port, tuple(sorted(p for m in mates if (p := inv.nics[m].switch_port) is not None)))
-    return out
-
-
-def peer_median_at(ts: F64, peers: Sequence[tuple[F64, F64]]) -> F64:
-    """Median over the peers of their values interpolated at ``ts`` (NaN where no peer has data)."""
-    rows = []
-    for pts, pv in peers:
-        ok = np.isfinite(pv) & np.isfinite(pts)
-        if ok.sum() >= 2:
-            order = np.argsort(pts[ok])
-            rows.append(np.interp(ts, pts[ok][order], pv[ok][order], left=np.nan, right=np.nan))
-    out = np.full(ts.shape, np.nan)
-    if not rows:
-        return out
-    stack = np.vstack(rows)
-    has = np.isfinite(stack).any(axis=0)
-    out[has] = np.nanmedian(stack[:, has], axis=0)
     return out

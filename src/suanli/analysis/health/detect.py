@@ -19,9 +19,10 @@ import numpy.typing as npt
 
 from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
+from suanli.analysis.peer_median import peer_median_at
 
 __all__ = ["DetectConfig", "Detection", "GpuData", "confirmed_onset", "detect_lost", "detect_nvlink",
-           "detect_pcie", "detect_thermal", "first_ts", "peer_median_at"]
+           "detect_pcie", "detect_thermal", "first_ts"]
 
 F64 = npt.NDArray[np.float64]
 Pair = tuple[F64, F64]
@@ -127,22 +128,6 @@ def confirmed_onset(cd: hw.CounterDelta, config: DetectConfig) -> float | None:
         if csum[j] - csum[i] + cd.increments[i] >= config.confirm_count:
             return float(cd.ts[i])
     return cd.onset_s
-
-
-def peer_median_at(ts: F64, peers: Sequence[Pair]) -> F64:
-    """Median over peers of their values interpolated to ``ts`` (NaN where no peer has data)."""
-    rows = []
-    for pts, pv in peers:
-        ok = np.isfinite(pv)
-        if ok.sum() >= 2:
-            rows.append(np.interp(ts, pts[ok], pv[ok], left=np.nan, right=np.nan))
-    if not rows:
-        return np.full(ts.shape, np.nan)
-    stack = np.vstack(rows)
-    out = np.full(ts.shape, np.nan)
-    has = np.isfinite(stack).any(axis=0)
-    out[has] = np.nanmedian(stack[:, has], axis=0)
-    return out
 
 
 def first_ts(g: GpuData) -> float:

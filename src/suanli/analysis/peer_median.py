@@ -1,0 +1,52 @@
+"""A unit's peers at its own times: each peer interpolated there, then the median across them.
+
+Health compares a GPU with the other GPUs of its node; fabric compares a port or NIC with the
+others of its rail. Both ask the same question at every one of the unit's timestamps, so it is
+answered here once, in columns: NumPy's ``nanmedian`` takes a slow masked-array path for the few
+rows (peers) and many columns (timestamps) this has, which made it a tenth of a diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["column_nanmedian", "peer_median_at"]
+
+F64 = npt.NDArray[np.float64]
+
+
+def column_nanmedian(stack: F64) -> F64:
+    """Median of each column of a 2-D array over its values that are not NaN (NaN where a column
+    has none): the numbers of ``np.nanmedian(stack, axis=0)``, the middle value or the mean of the
+    two middle ones, without its warning for an all-NaN column."""
+    stack = np.asarray(stack, dtype=np.float64)
+    if stack.shape[0] == 0:
+        return np.full(stack.shape[1], np.nan)
+    srt = np.sort(stack, axis=0)                              # NaN sorts last
+    k = (~np.isnan(srt)).sum(axis=0)
+    cols = np.arange(srt.shape[1])
+    lo = srt[np.maximum((k - 1) // 2, 0), cols]                # the two middle values (equal when k is odd)
+    hi = srt[np.minimum(k // 2, srt.shape[0] - 1), cols]
+    with np.errstate(invalid="ignore"):                      # inf + -inf: NaN, as nanmedian's
+        out = np.where(k % 2 == 1, lo, 0.5 * (lo + hi))
+    return np.where(k > 0, out, np.nan)
+
+
+def peer_median_at(ts: F64, peers: Sequence[tuple[F64, F64]]) -> F64:
+    """Median over the peers of their values interpolated at ``ts`` (NaN where no peer has data).
+    A peer needs two finite points; its points are put in time order first where they are not."""
+    rows = []
+    for pts, pv in peers:
+        ok = np.isfinite(pv) & np.isfinite(pts)
+        if ok.sum() >= 2:
+            t, v = pts[ok], pv[ok]
+            if (np.diff(t) < 0).any():
+                order = np.argsort(t, kind="stable")
+                t, v = t[order], v[order]
+            rows.append(np.interp(ts, t, v, left=np.nan, right=np.nan))
+    if not rows:
+        return np.full(np.shape(ts), np.nan)
+    return column_nanmedian(np.vstack(rows))
