@@ -319,6 +319,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "pos = np.clip(pos, 0, max(len(ranks) - 1, 0)) -> pos = np.clip(pos, 0, max(len(ranks) - 1, -1))"):
         "equivalent: it differs only when `ranks` is empty, and then `known` is all False "
         "(`len(ranks) > 0`), so `pos` is never used",
+    ("degradation", "ReplaceBreakWithContinue", "break"):
+        "equivalent, at each of its three `break`s: in the step halving nothing is worse, so `scale` "
+        "stays and every further round recomputes the same `new`; in the scoring loop no GPU is left "
+        "active, so further rounds work on empty arrays and change nothing; after the last "
+        "empirical-Bayes round `last` holds only for the final `r`, so the loop ends there anyway",
     ("degradation", "NumberReplacer",
      "t_max = float(obs.max()) if obs.size else 1.0 -> t_max = float(obs.max()) if obs.size else 0.0"):
         "equivalent: the next line turns a `t_max` of 0 into 1.0 as well",
