@@ -390,3 +390,19 @@ def test_the_fleet_prior_sd_is_floored_only_where_the_fleet_spread_is_below_the_
     assert free[0] < 0.1 and floored[0] == 0.1
     assert free[1] > 0.1 and free[2] > 0.01
     assert floored[1:] == pytest.approx(free[1:], rel=0.05)
+
+
+def test_a_fleet_with_one_trend_has_its_trend_and_alpha_sd_at_the_floor() -> None:
+    # 40 GPUs with one and the same rising intensity, lambda(t) = 1 + 5 e^(0.1 t) over 30 days
+    # (~980 SBEs each): no spread in alpha or beta across the fleet, and ~980 events pin each GPU's
+    # trend to well under 0.01/day, so without a floor the fleet's sds of log alpha and beta come out
+    # below 0.1 and 0.01 (a prior that narrow would forbid any card from ageing faster than the
+    # fleet), and with the floor they are 0.1 and 0.01 exactly.
+    cfg = DegradationConfig()
+    rng = np.random.default_rng(2)
+    times = [_simulate(rng, 1.0, 5.0, 0.1, 0.0, T_DAYS) for _ in range(40)]
+    counts, edges, cover = bin_event_times(times, np.full(40, T_DAYS), cfg)
+    floored = fit_nhpp(counts, edges, cover, cfg).prior.sd
+    free = fit_nhpp(counts, edges, cover, dataclasses.replace(cfg, min_prior_sd=(0.0, 0.0, 0.0))).prior.sd
+    assert free[1] < 0.1 and free[2] < 0.01
+    assert floored[1] == 0.1 and floored[2] == 0.01
