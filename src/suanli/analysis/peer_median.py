@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["column_nanmedian", "peer_median_at"]
+__all__ = ["column_nanmedian", "interp_at", "peer_median_at"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -35,18 +35,23 @@ def column_nanmedian(stack: F64) -> F64:
     return np.where(k > 0, out, np.nan)
 
 
+def interp_at(ts: F64, pts: F64, pv: F64) -> F64 | None:
+    """``(pts, pv)`` interpolated at ``ts``, NaN outside its range; None with fewer than two finite
+    points. Its points are put in time order first where they are not."""
+    ok = np.isfinite(pv) & np.isfinite(pts)
+    if ok.sum() < 2:
+        return None
+    t, v = pts[ok], pv[ok]
+    if (np.diff(t) < 0).any():
+        order = np.argsort(t, kind="stable")
+        t, v = t[order], v[order]
+    return np.interp(ts, t, v, left=np.nan, right=np.nan)
+
+
 def peer_median_at(ts: F64, peers: Sequence[tuple[F64, F64]]) -> F64:
-    """Median over the peers of their values interpolated at ``ts`` (NaN where no peer has data).
-    A peer needs two finite points; its points are put in time order first where they are not."""
-    rows = []
-    for pts, pv in peers:
-        ok = np.isfinite(pv) & np.isfinite(pts)
-        if ok.sum() >= 2:
-            t, v = pts[ok], pv[ok]
-            if (np.diff(t) < 0).any():
-                order = np.argsort(t, kind="stable")
-                t, v = t[order], v[order]
-            rows.append(np.interp(ts, t, v, left=np.nan, right=np.nan))
+    """Median over the peers of their values interpolated at ``ts`` (NaN where no peer has data);
+    a peer needs two finite points (:func:`interp_at`)."""
+    rows = [row for pts, pv in peers if (row := interp_at(ts, pts, pv)) is not None]
     if not rows:
         return np.full(np.shape(ts), np.nan)
     return column_nanmedian(np.vstack(rows))

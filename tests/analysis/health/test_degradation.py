@@ -374,6 +374,14 @@ def test_a_posterior_narrower_than_the_jitter_still_draws() -> None:
     assert rate[0] == pytest.approx(4.8e14, rel=1e-3)
 
 
+def _prior_sd_with_and_without_floor(times: list[np.ndarray], cfg: DegradationConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical-Bayes prior sd of a fleet watched ``T_DAYS``, with the configured floor and with none."""
+    counts, edges, cover = bin_event_times(times, np.full(len(times), T_DAYS), cfg)
+    floored = fit_nhpp(counts, edges, cover, cfg).prior.sd
+    free = fit_nhpp(counts, edges, cover, dataclasses.replace(cfg, min_prior_sd=(0.0, 0.0, 0.0))).prior.sd
+    return floored, free
+
+
 def test_the_fleet_prior_sd_is_floored_only_where_the_fleet_spread_is_below_the_floor() -> None:
     # 40 GPUs with one and the same constant rate, 5 SBE/day for 30 days (~150 events each). The
     # true spread of log lambda0 across the fleet is 0, and each GPU's own log rate is known to about
@@ -384,9 +392,7 @@ def test_the_fleet_prior_sd_is_floored_only_where_the_fleet_spread_is_below_the_
     cfg = DegradationConfig()
     rng = np.random.default_rng(1)
     times = [np.sort(rng.uniform(0.0, T_DAYS, rng.poisson(5.0 * T_DAYS))) for _ in range(40)]
-    counts, edges, cover = bin_event_times(times, np.full(40, T_DAYS), cfg)
-    floored = fit_nhpp(counts, edges, cover, cfg).prior.sd
-    free = fit_nhpp(counts, edges, cover, dataclasses.replace(cfg, min_prior_sd=(0.0, 0.0, 0.0))).prior.sd
+    floored, free = _prior_sd_with_and_without_floor(times, cfg)
     assert free[0] < 0.1 and floored[0] == 0.1
     assert free[1] > 0.1 and free[2] > 0.01
     assert floored[1:] == pytest.approx(free[1:], rel=0.05)
@@ -401,8 +407,6 @@ def test_a_fleet_with_one_trend_has_its_trend_and_alpha_sd_at_the_floor() -> Non
     cfg = DegradationConfig()
     rng = np.random.default_rng(2)
     times = [_simulate(rng, 1.0, 5.0, 0.1, 0.0, T_DAYS) for _ in range(40)]
-    counts, edges, cover = bin_event_times(times, np.full(40, T_DAYS), cfg)
-    floored = fit_nhpp(counts, edges, cover, cfg).prior.sd
-    free = fit_nhpp(counts, edges, cover, dataclasses.replace(cfg, min_prior_sd=(0.0, 0.0, 0.0))).prior.sd
+    floored, free = _prior_sd_with_and_without_floor(times, cfg)
     assert free[1] < 0.1 and free[2] < 0.01
     assert floored[1] == 0.1 and floored[2] == 0.01

@@ -22,7 +22,7 @@ from suanli.analysis.fabric.counters import (
     rolling_mean,
     stopped_series,
 )
-from suanli.analysis.peer_median import peer_median_at
+from suanli.analysis.peer_median import interp_at, peer_median_at
 from suanli.inventory.model import gpu_id
 from suanli.store.api import Series, Store
 
@@ -118,11 +118,8 @@ def _crc(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[floa
 
 def _at(ts: F64, src_ts: F64, src: F64) -> F64:
     """``src`` interpolated at ``ts`` (NaN outside its range)."""
-    ok = np.isfinite(src) & np.isfinite(src_ts)
-    if ok.sum() < 2:
-        return np.full(len(ts), np.nan)
-    order = np.argsort(src_ts[ok])
-    return np.interp(ts, src_ts[ok][order], src[ok][order], left=np.nan, right=np.nan)
+    out = interp_at(ts, src_ts, src)
+    return np.full(len(ts), np.nan) if out is None else out
 
 
 def _ber(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[float, float]) -> None:

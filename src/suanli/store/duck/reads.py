@@ -183,11 +183,10 @@ class DuckReads:
         def num(name: str, dtype: Any) -> npt.NDArray[Any]:
             return np.asarray(tab[name].to_numpy(), dtype=dtype)
 
-        n = tab.num_rows
-        none = np.full(n, None, dtype=object)
+        none = None if ids else np.full(tab.num_rows, None, dtype=object)
 
         def id_col(name: str) -> npt.NDArray[np.object_]:
-            return _text_column(tab[name]) if ids else none
+            return _text_column(tab[name]) if none is None else none
 
         return SpanFrame(job_id=_text_column(tab["job_id"]), rank=num("rank", np.int64),
                          step=num("step", np.int64), name=_text_column(tab["name"]),
