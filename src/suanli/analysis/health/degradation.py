@@ -44,8 +44,6 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
-_Z = {0.8: 1.2815515655446004, 0.9: 1.6448536269514722, 0.95: 1.959963984540054}
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(12)
 
 
 @dataclass(frozen=True)
@@ -266,7 +264,10 @@ def _fit_modes(theta: F64, counts: F64, edges: F64, cover: F64, prior: FleetPrio
     for _ in range(config.newton_iters):
         th, c, cv = theta[active], counts[active], cover[active]
         step, _ = _scoring_step(th, c, mid, width, cv, prior)
-        step = np.clip(step, -3.0, 3.0)
+        # a trust region on the largest move, the whole step scaled: clipping each coordinate
+        # would turn a long step along the lambda0/alpha ridge into a mostly-beta one that no
+        # halving makes an ascent
+        step = step * np.minimum(1.0, 3.0 / np.maximum(np.abs(step).max(axis=1), 1e-300))[:, None]
         scale = np.ones(len(th))
         new, new_ll = th, ll[active]
         for _ in range(8):                                                # step halving
