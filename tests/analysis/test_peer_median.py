@@ -41,3 +41,28 @@ def test_peers_are_interpolated_at_the_units_times_and_need_two_points() -> None
     # medians: {0, 10, 100} -> 10; {5, 20, 100} -> 20; {10, 30, 100} -> 30; {100} -> 100
     np.testing.assert_array_equal(got, [10.0, 20.0, 30.0, 100.0])
     assert np.isnan(peer_median_at(ts, [lone])).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.5, 30.0), min_size=2, max_size=12), st.data())
+def test_peers_at_the_units_own_instants_give_what_interpolation_gives(gaps: list[float], data: st.DataObject) -> None:
+    # Peers scraped at the unit's instants (a copy of ts, some with a NaN or an inf), shifted by a
+    # little, or sparser: the median must be np.nanmedian over np.interp of each peer's finite
+    # points, whichever path a peer takes.
+    ts = np.cumsum(gaps)
+    peers = []
+    for kind in data.draw(st.lists(st.sampled_from(["same", "same_gap", "shifted", "sparse"]), min_size=1, max_size=6)):
+        pts = ts.copy() if kind.startswith("same") else (ts + 0.25 if kind == "shifted" else ts[::2])
+        pv = np.array(data.draw(st.lists(st.floats(-1e3, 1e3), min_size=len(pts), max_size=len(pts))))
+        if kind == "same_gap":
+            pv[data.draw(st.integers(0, len(pv) - 1))] = data.draw(st.sampled_from([np.nan, np.inf]))
+        peers.append((pts, pv))
+    rows = []
+    for pts, pv in peers:
+        ok = np.isfinite(pv)
+        if ok.sum() >= 2:
+            rows.append(np.interp(ts, pts[ok], pv[ok], left=np.nan, right=np.nan))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = np.nanmedian(np.vstack(rows), axis=0) if rows else np.full(len(ts), np.nan)
+    np.testing.assert_array_equal(peer_median_at(ts, peers), want)

@@ -9,11 +9,12 @@ rows (peers) and many columns (timestamps) this has, which made it a tenth of a 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["column_nanmedian", "interp_at", "peer_median_at"]
+__all__ = ["Track", "column_nanmedian", "interp_at", "peer_median_at", "tracks_median_at"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -35,23 +36,46 @@ def column_nanmedian(stack: F64) -> F64:
     return np.where(k > 0, out, np.nan)
 
 
+@dataclass(frozen=True)
+class Track:
+    """A series' finite points in time order, ready to be read at other times. A unit with many
+    peers, each the peer of many units (a rail's ports), prepares each series once, not once per unit."""
+
+    t: F64
+    v: F64
+
+    @classmethod
+    def of(cls, pts: F64, pv: F64) -> Track | None:
+        """None with fewer than two finite points."""
+        ok = np.isfinite(pv) & np.isfinite(pts)
+        if ok.sum() < 2:
+            return None
+        t, v = pts[ok], pv[ok]
+        if (np.diff(t) < 0).any():
+            order = np.argsort(t, kind="stable")
+            t, v = t[order], v[order]
+        return cls(t, v)
+
+    def at(self, ts: F64) -> F64:
+        """Interpolated at ``ts``, NaN outside the track's range."""
+        return np.interp(ts, self.t, self.v, left=np.nan, right=np.nan)
+
+
 def interp_at(ts: F64, pts: F64, pv: F64) -> F64 | None:
     """``(pts, pv)`` interpolated at ``ts``, NaN outside its range; None with fewer than two finite
     points. Its points are put in time order first where they are not."""
-    ok = np.isfinite(pv) & np.isfinite(pts)
-    if ok.sum() < 2:
-        return None
-    t, v = pts[ok], pv[ok]
-    if (np.diff(t) < 0).any():
-        order = np.argsort(t, kind="stable")
-        t, v = t[order], v[order]
-    return np.interp(ts, t, v, left=np.nan, right=np.nan)
+    track = Track.of(pts, pv)
+    return None if track is None else track.at(ts)
+
+
+def tracks_median_at(ts: F64, tracks: Sequence[Track]) -> F64:
+    """Median over the tracks of their values at ``ts`` (NaN where none has data)."""
+    if not tracks:
+        return np.full(np.shape(ts), np.nan)
+    return column_nanmedian(np.vstack([tr.at(ts) for tr in tracks]))
 
 
 def peer_median_at(ts: F64, peers: Sequence[tuple[F64, F64]]) -> F64:
     """Median over the peers of their values interpolated at ``ts`` (NaN where no peer has data);
-    a peer needs two finite points (:func:`interp_at`)."""
-    rows = [row for pts, pv in peers if (row := interp_at(ts, pts, pv)) is not None]
-    if not rows:
-        return np.full(np.shape(ts), np.nan)
-    return column_nanmedian(np.vstack(rows))
+    a peer needs two finite points (:func:`Track.of`)."""
+    return tracks_median_at(ts, [tr for pts, pv in peers if (tr := Track.of(pts, pv)) is not None])

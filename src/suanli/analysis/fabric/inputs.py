@@ -22,7 +22,7 @@ from suanli.analysis.fabric.counters import (
     rolling_mean,
     stopped_series,
 )
-from suanli.analysis.peer_median import interp_at, peer_median_at
+from suanli.analysis.peer_median import Track, interp_at, peer_median_at, tracks_median_at
 from suanli.inventory.model import gpu_id
 from suanli.store.api import Series, Store
 
@@ -108,11 +108,12 @@ def _crc(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[floa
     k = cfg.smooth_scrapes
     ratios = {port: aligned_ratio(s.ts, rolling_mean(s.values, k), pkts[port].ts, rolling_mean(pkts[port].values, k))
               for port, s in crc.items() if port in pkts}
+    tracks = {port: Track.of(ts, ratio) for port, (ts, ratio) in ratios.items()}   # each port read by all its mates
     for port, (ts, ratio) in ratios.items():
         s, p = crc[port], pkts[port]
         facts.level(port, "crc_ratio", late_level(ratio))
-        mates = [ratios[m] for m in peers.get(port, ()) if m in ratios]
-        peer_ratio = peer_median_at(ts, mates) if mates else None
+        mates = [m for m in peers.get(port, ()) if m in ratios]
+        peer_ratio = tracks_median_at(ts, [tr for m in mates if (tr := tracks[m]) is not None]) if mates else None
         facts.add(crc_episode(port, ts, s.values, _at(s.ts, p.ts, p.values), cfg, peer_ratio, len(mates)))
 
 
@@ -141,7 +142,7 @@ def _rates(store: Store, metric: str, signal: str, cfg: CounterConfig, facts: Co
     for nic, (ts, v) in smooth.items():
         facts.level(nic, f"{signal}_per_s", late_level(v))
         a = detect_signal("nic", nic, signal, ts, v, cfg.rate_change, min_rate)
-        mates = [smooth[m] for m in (peers or {}).get(nic, ()) if m in smooth]
+        mates = [smooth[m] for m in (peers or {}).get(nic, ()) if m in smooth] if a is not None else []
         if a is not None and mates:
             after = ts >= a.onset_s
             peer = float(np.nanmedian(peer_median_at(ts[after], mates))) if after.any() else float("nan")

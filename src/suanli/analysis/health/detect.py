@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
-from suanli.analysis.peer_median import peer_median_at
+from suanli.analysis.peer_median import Track, peer_median_at, tracks_median_at
 
 __all__ = ["DetectConfig", "Detection", "GpuData", "confirmed_onset", "detect_lost", "detect_nvlink",
            "detect_pcie", "detect_thermal", "first_ts"]
@@ -101,6 +101,19 @@ class GpuData:
     series: dict[str, Pair] = field(default_factory=dict)
     aer: dict[str, Pair] = field(default_factory=dict)
     events: list[hw.HwEvent] = field(default_factory=list)
+    _tracks: dict[str, Track | None] = field(default_factory=dict, repr=False, compare=False)
+
+    def track(self, metric: str) -> Track | None:
+        """The metric's series prepared for reading at a peer's times (once: a GPU is the peer of
+        every other GPU of its node); None without it or with fewer than two finite points."""
+        if metric not in self._tracks:
+            self._tracks[metric] = Track.of(*self.series[metric]) if metric in self.series else None
+        return self._tracks[metric]
+
+
+def _peer_median(ts: F64, peers: Sequence[GpuData], metric: str) -> F64:
+    """The median of the peers' ``metric`` at ``ts`` (NaN where none has data)."""
+    return tracks_median_at(ts, [tr for p in peers if (tr := p.track(metric)) is not None])
 
 
 @dataclass(frozen=True)
@@ -210,7 +223,7 @@ def _hot_flag(g: GpuData, metric: str, limit_c: float, peers: Sequence[GpuData],
               config: DetectConfig) -> tuple[F64, npt.NDArray[np.bool_], float, float]:
     ts, v = g.series[metric]
     base = _baseline(v, config.baseline_frac)
-    peer = peer_median_at(ts, [p.series[metric] for p in peers if metric in p.series])
+    peer = _peer_median(ts, peers, metric)
     excess = ((v - base >= config.temp_excess_c) & ~(v - peer < config.temp_excess_c)
               & (v >= config.temp_excess_floor_c))
     flag = np.isfinite(v) & ((v >= limit_c) | excess)
@@ -259,7 +272,7 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
     if hw.SM_CLOCK in g.series:
         ts, v = g.series[hw.SM_CLOCK]
         late = v[ts >= min(onsets)]
-        clk = peer_median_at(ts, [p.series[hw.SM_CLOCK] for p in peers if hw.SM_CLOCK in p.series])
+        clk = _peer_median(ts, peers, hw.SM_CLOCK)
         late_peer = clk[ts >= min(onsets)]
         if np.isfinite(late).any() and np.isfinite(late_peer).any():
             own, peer = float(np.nanmedian(late)), float(np.nanmedian(late_peer))
@@ -340,7 +353,7 @@ def _nvlink_peer_flag(g: GpuData, peers: Sequence[GpuData], config: DetectConfig
     the same work move at the same instants, while they move traffic. A link that was already bad
     when the window opened has no healthy baseline of its own to fall from; its peers are one."""
     ts, v = g.series[hw.NVLINK_BW]
-    peer = peer_median_at(ts, [p.series[hw.NVLINK_BW] for p in peers if hw.NVLINK_BW in p.series])
+    peer = _peer_median(ts, peers, hw.NVLINK_BW)
     with np.errstate(invalid="ignore"):
         flag = (np.isfinite(v) & (peer >= config.nvlink_min_baseline_Bps)
                 & (v < (1.0 - config.nvlink_drop_frac) * peer))

@@ -171,12 +171,13 @@ class DuckReads:
         order (``seq``). ``ids=False``: the three ids are not read (None): half a big job's read."""
         where, params = self._span_where(job_id, names, start, end, steps)
         id_cols = ", trace_id, span_id, parent_id" if ids else ""
+        job_col = "" if job_id is not None else "job_id, "        # one job asked: its id is known
         with self.lock:
             self.flush()
             # Arrow, not fetchnumpy: a text column arrives as Arrow strings and becomes one Python
             # str per distinct value (a job's spans repeat a few names and GPUs millions of times)
             tab = self.con.sql(
-                "SELECT job_id, coalesce(rank, -1) AS rank, coalesce(step, -1) AS step, name, start_s, "
+                f"SELECT {job_col}coalesce(rank, -1) AS rank, coalesce(step, -1) AS step, name, start_s, "
                 f"end_s, gpu_id, node_id{id_cols} FROM spans WHERE {where} ORDER BY seq",
                 params=params).to_arrow_table()
 
@@ -188,7 +189,8 @@ class DuckReads:
         def id_col(name: str) -> npt.NDArray[np.object_]:
             return _text_column(tab[name]) if none is None else none
 
-        return SpanFrame(job_id=_text_column(tab["job_id"]), rank=num("rank", np.int64),
+        jobs = _text_column(tab["job_id"]) if job_id is None else np.full(tab.num_rows, job_id, dtype=object)
+        return SpanFrame(job_id=jobs, rank=num("rank", np.int64),
                          step=num("step", np.int64), name=_text_column(tab["name"]),
                          start_s=num("start_s", np.float64), end_s=num("end_s", np.float64),
                          gpu_id=_text_column(tab["gpu_id"]), node_id=_text_column(tab["node_id"]),
