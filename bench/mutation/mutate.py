@@ -10,8 +10,11 @@ it), so the work tree is never touched and other work can go on. The tests that 
 are the module's own (``MODULES``), with ``-x``: the first failure kills the mutant. A mutant
 whose tests time out counts as killed (cosmic-ray's convention). Sessions are kept in
 ``bench/mutation/sessions/<module>.sqlite`` (git-ignored, but for the sessions of goodput and
-degradation, committed because degradation's was cut short: ``mutate.py degradation`` on any machine
-goes on with its 333 mutants not yet run), so an interrupted run goes on where it stopped; ``--retest`` runs a session's unexplained survivors again after tests were added. The
+degradation, committed with ``git add -f`` so that ``--report`` and ``--retest`` work on any machine;
+a session holds source positions, so a changed module needs a fresh one: delete its file), so an
+interrupted run goes on where it stopped; ``--retest`` runs a session's unexplained survivors again
+after tests were added. Never ``git stash`` while a session runs: a committed session file is
+tracked, and the stash rewrites it under cosmic-ray. The
 scores, the survivors and their explanation (``EXPLAINED``) are written to
 ``bench/results/mutation.md`` and gathered into ``bench/RESULTS.md``.
 
@@ -463,6 +466,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("degradation", "NumberReplacer", "scale = np.where(worse, scale * 0.5, scale)"):
         "tolerated: with -0.5 the odd halving rounds try the step reversed and the even ones forward at a "
         "quarter, so an ascent is still found, a round later, and the fit stops at the same mode. " + _MODE_TEST,
+    ("degradation", "NumberReplacer",
+     "step = step * np.minimum(1.0, 3.0 / np.maximum(np.abs(step).max(axis=1), 1e-300))[:, None] -> "
+     "step = step * np.minimum(1.0, 3.0 / np.maximum(np.abs(step).max(axis=1), 1.0))[:, None]"):
+        "equivalent: the guard only replaces a largest move below it, and any guard up to 3 leaves the factor "
+        "min(1, 3 / guard) at 1 there, as the step's own size would",
     ("degradation", "NumberReplacer",
      "step = step * np.minimum(1.0, 3.0 / np.maximum(np.abs(step).max(axis=1), 1e-300))[:, None]"):
         "tolerated: the trust region's size or its guard against a zero step; either changes the path to the "
