@@ -88,6 +88,9 @@ class DuckStore(DuckReads):
         self.ids.load(self.con)
         self.keys_by_id = self.ids.keys_by_id
         self.seq = self._max_seq()
+        self.commits = 0
+        """Transactions committed through this store: what a cached read (``time_range``) checks."""
+        self._time_range: tuple[int, tuple[float, float] | None] = (-1, None)
         self._txn: DuckTransaction | None = None
         self._samples: list[tuple[SeriesKey, F64, F64]] = []
         self._buffered = 0

@@ -117,6 +117,7 @@ class DuckTransaction:
         except BaseException:
             self.abort()
             raise
+        self.store.commits += 1
         self.store.ids.apply(self._staged)
         self._close()
 
