@@ -472,6 +472,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the guard only replaces a largest move below it, and any guard up to 3 leaves the factor "
         "min(1, 3 / guard) at 1 there, as the step's own size would",
     ("degradation", "NumberReplacer",
+     "step = step * np.minimum(1.0, 3.0 / np.maximum(np.abs(step).max(axis=1), 1e-300))[:, None] -> "
+     "step = step * np.minimum(1.0, 3.0 / np.maximum(np.abs(step).max(axis=1), -1.0))[:, None]"):
+        "equivalent: the largest move is never negative, so a guard of -1 differs only at a step of exactly "
+        "zero, where 3 / 0 = inf still gives the factor min(1, inf) = 1 and the step stays zero",
+    ("degradation", "NumberReplacer",
      "step = step * np.minimum(1.0, 3.0 / np.maximum(np.abs(step).max(axis=1), 1e-300))[:, None]"):
         "tolerated: the trust region's size or its guard against a zero step; either changes the path to the "
         "mode, not the mode. " + _MODE_TEST,
