@@ -36,7 +36,7 @@ def column_nanmedian(stack: F64) -> F64:
     return np.where(k > 0, out, np.nan)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)         # arrays: no meaningful ==
 class Track:
     """A series' finite points in time order, ready to be read at other times. A unit with many
     peers, each the peer of many units (a rail's ports), prepares each series once, not once per unit."""
