@@ -112,8 +112,8 @@ def _crc(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[floa
     for port, (ts, ratio) in ratios.items():
         s, p = crc[port], pkts[port]
         facts.level(port, "crc_ratio", late_level(ratio))
-        mates = [m for m in peers.get(port, ()) if m in ratios]
-        peer_ratio = tracks_median_at(ts, [tr for m in mates if (tr := tracks[m]) is not None]) if mates else None
+        mates = [tracks[m] for m in peers.get(port, ()) if m in ratios]
+        peer_ratio = tracks_median_at(ts, [tr for tr in mates if tr is not None]) if mates else None
         facts.add(crc_episode(port, ts, s.values, _at(s.ts, p.ts, p.values), cfg, peer_ratio, len(mates)))
 
 
@@ -142,7 +142,7 @@ def _rates(store: Store, metric: str, signal: str, cfg: CounterConfig, facts: Co
     for nic, (ts, v) in smooth.items():
         facts.level(nic, f"{signal}_per_s", late_level(v))
         a = detect_signal("nic", nic, signal, ts, v, cfg.rate_change, min_rate)
-        mates = [smooth[m] for m in (peers or {}).get(nic, ()) if m in smooth] if a is not None else []
+        mates = [smooth[m] for m in (peers or {}).get(nic, ()) if m in smooth]
         if a is not None and mates:
             after = ts >= a.onset_s
             peer = float(np.nanmedian(peer_median_at(ts[after], mates))) if after.any() else float("nan")
