@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from suanli.ingest.load import load_traces
-from suanli.ingest.otlp import read_otlp
+from suanli.ingest.otlp import OtlpConfig, read_otlp
 from suanli.ingest.records import IngestReport
 from suanli.inventory import parse_inventory
 from suanli.store.duck import DuckStore
@@ -28,11 +28,12 @@ def span_rows(store: DuckStore) -> list[tuple[Any, ...]]:
     return [(*r[:11], json.loads(r[11]), r[12] - base) for r in rows]
 
 
-def both_paths(path: Path, resolver: Any) -> tuple[bool, list[Any], list[Any], IngestReport, IngestReport]:
+def both_paths(path: Path, resolver: Any, config: OtlpConfig | None = None
+               ) -> tuple[bool, list[Any], list[Any], IngestReport, IngestReport]:
     """(whether a bulk reader took it, the Python path's rows, load_traces' rows, their reports)."""
     slow, fast = DuckStore(None), DuckStore(None)
     r_slow, r_fast = IngestReport(), IngestReport()
-    slow.add_spans(read_otlp(path, resolver, r_slow))
+    slow.add_spans(read_otlp(path, resolver, r_slow, config))
     slow.flush()
-    used = load_traces(path, fast, resolver, r_fast)
+    used = load_traces(path, fast, resolver, r_fast, config=config)
     return used, span_rows(slow), span_rows(fast), r_slow, r_fast

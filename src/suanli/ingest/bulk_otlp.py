@@ -1,17 +1,20 @@
 """Bulk read of an OTLP/JSON-lines trace file, parsed by DuckDB, written through a sink.
 
-DuckDB (an in-memory connection of its own: it is only the parser here) reads the file as lines
-(``read_csv``, one column) and ``json_transform`` turns each line (one ``ExportTraceServiceRequest``)
-into typed lists that are flattened to one row per span, in file order, into a temporary stage
-table. Python sees only the distinct values: each resource's attribute list (a handful per file)
-and each distinct span attribute list (a few thousand: the same ``train.step`` repeats across
-ranks), which it decodes with the exact helpers of :mod:`suanli.ingest.otlp` and resolves with
-the same :func:`~suanli.ingest.otlp.span_ident`; the results go back as small mapping tables
-that SQL joins. The spans then stream to the transaction as Arrow batches, each with its position
-in the file. Merged attributes are written as ``{resource keys not
-overridden, span keys}``. Phase spans inherit job / rank / step / GPU / node by walking
-``parentSpanId`` hops inside their line (one join per hop, at most ``max_parent_depth``), then
-from a step span of an earlier line, as :class:`~suanli.ingest.otlp.OtlpParser` does.
+DuckDB (an in-memory connection of its own: it is only the parser here) reads the file a chunk of
+whole lines at a time (``CHUNK_BYTES``, read straight into an Arrow string array, so memory stays
+bounded whatever the file's size), and ``json_transform`` turns each line (one
+``ExportTraceServiceRequest``) into typed lists that are flattened to one row per span, in file
+order, into a temporary stage table. Python sees only the distinct values: each resource's
+attribute list (a handful per chunk) and each distinct span attribute list (a few thousand: the
+same ``train.step`` repeats across ranks), which it decodes with the exact helpers of
+:mod:`suanli.ingest.otlp` and resolves with the same :func:`~suanli.ingest.otlp.span_ident`; the
+results go back as small mapping tables that SQL joins. Each chunk's spans then stream to the
+transaction as Arrow batches, each with its position in the chunk. Merged attributes are written
+as ``{resource keys not overridden, span keys}``. Phase spans inherit job / rank / step / GPU /
+node by walking ``parentSpanId`` hops inside their line (one join per hop, at most
+``max_parent_depth``), then from a step span of an earlier line (of this chunk or, carried over,
+of an earlier one) that the Python path's bounded FIFO parent cache still holds, as
+:class:`~suanli.ingest.otlp.OtlpParser` does.
 
 Exactness guard: whatever the fast path does not model exactly sends the whole file through
 :func:`~suanli.ingest.otlp.read_otlp` (which reports each bad line as ``file:LINE: what``):
@@ -20,20 +23,23 @@ gzip, a BOM or a pretty-printed document, a line DuckDB cannot parse or without 
 ``parentSpanId`` is not a plain 16/32-character string or whose ``name`` is not a plain non-empty
 string, start/end times that are not canonical integers or end before start, a step or rank no
 int64 holds (``OutOfBounds`` while decoding), a parent id found
-twice in one line, a parent in an earlier line that the bounded parent cache might have forgotten
-(or that got its own ident through that cache), a 64-bit hash collision between two distinct
-attribute lists. Attribute values need no guard: every distinct list is decoded by the Python
-path's own functions. Nothing is appended until the whole file has passed.
+twice in one line, a step span id remembered twice within the parent cache's reach (its dict would
+then hold fewer entries than the FIFO model), a parent in an earlier line that got its own ident
+through that cache, a 64-bit hash collision between two distinct attribute lists, invalid UTF-8.
+Attribute values need no guard: every distinct list is decoded by the Python path's own functions.
+Chunks are appended as they pass; a fallback in a later chunk aborts the transaction, so nothing
+of the fast path's is kept.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from suanli.ingest import otlp as _otlp
@@ -80,27 +86,63 @@ def bulk_eligible(path: Path) -> bool:
     return not head.startswith((GZIP_MAGIC, b"\xef\xbb\xbf")) and bool(first) and first not in (b"{", b"[")
 
 
-def _lines(path: Path) -> str:
-    quoted = str(path).replace("'", "''")
-    return (f"read_csv('{quoted}', columns={{'l': 'VARCHAR', 'x': 'VARCHAR'}}, header=false, "
-            "delim=chr(1), quote='', escape='', auto_detect=false, strict_mode=false, null_padding=true, "
-            "max_line_size=1000000000, new_line='\\n', compression='none')")
+CHUNK_BYTES = 1 << 27
+"""Bytes of whole lines staged at a time: the stage holds about twice this, whatever the file's size."""
 
 
-def _nonblank(path: Path) -> str:
-    """Lines that are not blank (the Python path skips blank ones)."""
-    return f"{_lines(path)} WHERE l IS NOT NULL AND (strlen(l) > 16 OR trim(l) <> '')"
+def _line_chunks(path: Path, size: int) -> Iterator[tuple[pa.Array, bool]]:
+    """The file as Arrow string arrays of whole lines (each with its newline), about ``size`` bytes
+    each, and whether it is the last: a line longer than ``size`` is one chunk of its own. The
+    lines are read straight into one buffer that the next chunk reuses: an array is valid until
+    the next one is asked for (fresh memory costs a page fault per 4 KiB)."""
+    buf = bytearray(size)
+    with path.open("rb") as fh:
+        held = 0                                    # bytes of an unfinished line at the front
+        while True:
+            if held == len(buf):                    # one line fills the buffer: grow it
+                buf = buf + bytearray(len(buf))
+            end = held + fh.readinto(memoryview(buf)[held:])
+            eof = not fh.peek(1)
+            cut = end if eof else buf.rfind(b"\n", 0, end) + 1
+            if cut:
+                yield _as_lines(memoryview(buf)[:cut]), eof
+                buf[:end - cut] = buf[cut:end]
+            held = end - cut
+            if eof:
+                return
 
 
-def _count_lines(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    return int(con.execute(f"SELECT count(*) FROM {_nonblank(path)}").fetchall()[0][0])
+_SCAN = 1 << 24
+"""Bytes searched for newlines at a time (a small scratch array, reused)."""
 
 
-def _stage(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """One row per span in file order: line, (resource, scope, span) position, resource hash and
-    (on the first span of a resource only) its attribute text, the raw span fields. A line that is
-    not JSON, has no ``resourceSpans`` list or a non-object entry in it, snake_case or legacy field
-    names, or a stray U+0001 (the column splitter) raises here."""
+def _as_lines(data: memoryview) -> pa.Array:
+    """``data`` cut after each newline into one string per line, without copying; invalid UTF-8
+    raises (the Python path then reports the line)."""
+    raw = np.frombuffer(data, np.uint8)
+    ends = np.concatenate([[0], *(np.flatnonzero(raw[i:i + _SCAN] == 10) + (i + 1) for i in range(0, len(raw), _SCAN))])
+    if ends[-1] != len(raw):
+        ends = np.append(ends, len(raw))
+    offsets = ends.astype(np.int64)
+    arr = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+    arr.validate(full=True)
+    return arr
+
+
+_NONBLANK = "SELECT l FROM _otlp_lines WHERE strlen(l) > 18 OR trim(l, ' \t\r\n') <> ''"
+"""Lines that are not blank (the Python path skips blank ones)."""
+
+
+def _count_lines(con: duckdb.DuckDBPyConnection) -> int:
+    return int(con.execute(f"SELECT count(*) FROM ({_NONBLANK})").fetchall()[0][0])
+
+
+def _stage(con: duckdb.DuckDBPyConnection, first_line: int) -> None:
+    """One row per span of ``_otlp_lines`` in file order: line (numbered on from ``first_line``),
+    position, resource hash and (on the first span of a resource only) its attribute text, the raw
+    span fields. A line that is not JSON, has no ``resourceSpans`` list or a non-object entry in it,
+    snake_case or legacy field names, or a U+0001 (the old column splitter, kept as a guard) raises
+    here."""
     con.execute(f"""
       CREATE OR REPLACE TEMP TABLE _otlp_stage AS
       SELECT line, row_number() OVER () AS pos, rh, CASE WHEN pi = 1 THEN coalesce(ra, '[]') END AS ra,
@@ -113,9 +155,10 @@ def _stage(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         FROM (SELECT line, ri, generate_subscripts(r.scopeSpans, 1) AS si, hash(r.resource.attributes) AS rh,
                      r.resource.attributes AS ra, unnest(r.scopeSpans) AS s
           FROM (SELECT line, generate_subscripts(t.resourceSpans, 1) AS ri, unnest(t.resourceSpans) AS r
-            FROM (SELECT row_number() OVER () AS line, json_transform(l, '{_SCHEMA}') AS t, x
-                  FROM {_nonblank(path)})
-            WHERE (t.resourceSpans IS NOT NULL AND x IS NULL)
+            FROM (SELECT {first_line} + row_number() OVER () AS line, json_transform(l, '{_SCHEMA}') AS t,
+                         contains(l, chr(1)) AS x
+                  FROM ({_NONBLANK}))
+            WHERE (t.resourceSpans IS NOT NULL AND NOT x)
                   OR error('not a plain ExportTraceServiceRequest line') IS NULL)
           WHERE (r IS NOT NULL AND r.scope_spans IS NULL AND r.instrumentationLibrarySpans IS NULL)
                 OR error('a resourceSpans entry outside the modelled shape') IS NULL))""").fetchall()
@@ -129,16 +172,17 @@ _CHECK = """
                OR contains(pid, '\\')))
            OR name IS NULL OR NOT starts_with(name, '"') OR name = '""' OR contains(name, '\\')
            OR NOT canonical_ns OR end_ns < start_ns),
-         count(*)
+         count(*), max(line)
   FROM _otlp_stage"""
 
 
-def _check_spans(con: duckdb.DuckDBPyConnection) -> int:
-    """Fallback for a span the Python path would reject or read another way; the span count."""
-    bad, n = con.execute(_CHECK).fetchall()[0]
+def _check_spans(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """Fallback for a span the Python path would reject or read another way; the span count and
+    the highest line number."""
+    bad, n, top = con.execute(_CHECK).fetchall()[0]
     if int(bad):
         raise _Fallback("a span outside the modelled shape")
-    return int(n)
+    return int(n), int(top or 0)
 
 
 def _decode(text: str | None) -> dict[str, Any]:
@@ -304,31 +348,103 @@ def _walk(con: duckdb.DuckDBPyConnection, max_depth: int) -> None:
     con.execute("UPDATE _otlp_walk SET state = 'done' WHERE state = 'open'").fetchall()
 
 
-def _cross(con: duckdb.DuckDBPyConnection, cache_size: int) -> None:
-    """Parents in an earlier line: the Python path remembers step spans (with what they
-    inherited) in a bounded cache; fill from them when that cache cannot have forgotten one."""
-    if not con.execute("SELECT count(*) FROM _otlp_walk WHERE state = 'cross'").fetchall()[0][0]:
+class Carry:
+    """What the stages of one file hand on, chunk to chunk: the highest line number so far, the
+    spans so far (file positions go on from there) and, in ``_otlp_prev``, at least the last
+    ``parent_cache_size`` step spans (a contiguous run, the latest ones) with what they inherited:
+    the Python path's parent cache, or more of it, as it stands after the chunk."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.spans = 0
+        self.kept = 0
+
+    def candidates(self) -> str:
+        """SQL of the earlier chunks' step spans, as ``_otlp_steps`` has them."""
+        return " UNION ALL SELECT *, 'done' AS state FROM _otlp_prev" if self.kept else ""
+
+
+_STEP_COLS = "o.line, {base} + o.pos AS gpos, o.span_id"
+_IDENT = ("coalesce(w.job, o.job) AS job, coalesce(w.rank, o.rank) AS rank, coalesce(w.step, o.step) AS step, "
+          "coalesce(w.gpu, o.gpu) AS gpu, coalesce(w.node, o.node) AS node")
+
+
+def _step_spans(base: int, with_state: bool) -> str:
+    """SQL of this chunk's step spans (the ones the Python path remembers) with their file position
+    and the ident they have after the walk in their line: a span complete on its own needs no join
+    (most step spans), the others take what ``_otlp_walk`` found."""
+    cols = _STEP_COLS.format(base=int(base))
+    own = "o.job, o.rank, o.step, o.gpu, o.node"
+    state = (", 'done' AS state", ", w.state") if with_state else ("", "")
+    return f"""
+      SELECT {cols}, {own}{state[0]} FROM _otlp_own o
+      WHERE o.step IS NOT NULL AND NOT (o.parent_id IS NOT NULL AND (o.job IS NULL OR o.gpu IS NULL))
+      UNION ALL
+      SELECT {cols}, {_IDENT}{state[1]} FROM _otlp_own o JOIN _otlp_walk w USING (pos)
+      WHERE o.step IS NOT NULL AND o.parent_id IS NOT NULL AND (o.job IS NULL OR o.gpu IS NULL)"""
+
+
+def _no_close_repeats(con: duckdb.DuckDBPyConnection, carry: Carry) -> None:
+    """The cache model below is a plain FIFO of the last ``parent_cache_size`` step spans; a span
+    id remembered twice within that many would make the Python path's dict hold one entry fewer
+    (checked over everything carried, so a repeat a little further apart falls back too)."""
+    prev = " UNION ALL SELECT span_id FROM _otlp_prev" if carry.kept else ""
+    dup = con.execute(f"SELECT count(*) - count(DISTINCT span_id) FROM (SELECT span_id FROM _otlp_own "
+                      f"WHERE step IS NOT NULL{prev})").fetchall()[0][0]
+    if int(dup):
+        raise _Fallback("a step span id repeated within the parent cache")
+
+
+def _cross(con: duckdb.DuckDBPyConnection, cache_size: int, carry: Carry, last: bool) -> None:
+    """Parents in an earlier line: the Python path remembers each step span (with what it
+    inherited) in a FIFO cache of ``cache_size``; a span at position p finds a parent there when
+    at most ``cache_size`` step spans, the parent included, came before p from the parent on.
+    Fill from the parents that cache still holds; a parent that is itself still to be filled from
+    an earlier line, or two parents with one id, fall back."""
+    cross = int(con.execute("SELECT count(*) FROM _otlp_walk WHERE state = 'cross'").fetchall()[0][0])
+    if not cross and last:
         return
-    con.execute("""
+    _no_close_repeats(con, carry)
+    if not cross:
+        return
+    base = int(carry.spans)
+    con.execute(f"""
+      CREATE OR REPLACE TEMP TABLE _otlp_steps AS
+      SELECT *, row_number() OVER (ORDER BY gpos) AS ord FROM ({_step_spans(base, True)}{carry.candidates()})""")
+    con.execute(f"""
       CREATE OR REPLACE TEMP TABLE _otlp_hits AS
-      SELECT w.line, w.pos, f.line AS pline, f.span_id, f.job, f.rank, f.step, f.gpu, f.node, f.state
-      FROM _otlp_walk w JOIN (
-        SELECT o.line, o.span_id, coalesce(k.job, o.job) AS job, coalesce(k.rank, o.rank) AS rank,
-               coalesce(k.step, o.step) AS step, coalesce(k.gpu, o.gpu) AS gpu,
-               coalesce(k.node, o.node) AS node, coalesce(k.state, 'done') AS state
-        FROM _otlp_own o LEFT JOIN _otlp_walk k USING (line, pos) WHERE o.step IS NOT NULL) f
-      ON f.span_id = w.pid AND f.line < w.line WHERE w.state = 'cross'""").fetchall()
+      WITH seen AS (
+        SELECT gpos, kind, count(*) FILTER (WHERE kind = 's') OVER (ORDER BY gpos, kind) AS seen
+        FROM (SELECT gpos, 's' AS kind FROM _otlp_steps
+              UNION ALL SELECT {base} + pos, 'c' FROM _otlp_walk WHERE state = 'cross'))
+      SELECT w.line, w.pos, f.job, f.rank, f.step, f.gpu, f.node, f.state
+      FROM _otlp_walk w JOIN seen ON seen.kind = 'c' AND seen.gpos = {base} + w.pos
+      JOIN _otlp_steps f ON f.span_id = w.pid AND f.line < w.line AND seen.seen - f.ord < {int(cache_size)}
+      WHERE w.state = 'cross'""").fetchall()
     hits, chained, multi = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE state = 'cross'), count(*) - count(DISTINCT (line, pos)) "
         "FROM _otlp_hits").fetchall()[0]
     if not int(hits):
         return
-    steps = con.execute("SELECT count(*) FROM _otlp_own WHERE step IS NOT NULL").fetchall()[0][0]
-    if int(chained) or int(multi) or int(steps) > cache_size:
-        raise _Fallback("a cross-line parent the parent cache may have forgotten")
+    if int(chained) or int(multi):
+        raise _Fallback("a cross-line parent filled from another line")
     con.execute(f"""
       UPDATE _otlp_walk w SET {', '.join(f'{c} = coalesce(w.{c}, p.{c})' for c in ('job', 'rank', 'step', 'gpu', 'node'))}
       FROM _otlp_hits p WHERE p.line = w.line AND p.pos = w.pos""").fetchall()
+
+
+def _remember(con: duckdb.DuckDBPyConnection, cache_size: int, carry: Carry) -> None:
+    """Hand this chunk's step spans, with what they now inherit, to the next chunk; what is carried
+    is cut back to the last ``cache_size`` when it grows past twice that."""
+    if not carry.kept:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _otlp_prev AS {_step_spans(carry.spans, False)}").fetchall()
+    else:
+        con.execute(f"INSERT INTO _otlp_prev {_step_spans(carry.spans, False)}").fetchall()
+    carry.kept = int(con.execute("SELECT count(*) FROM _otlp_prev").fetchall()[0][0])
+    if carry.kept > 2 * cache_size:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _otlp_prev AS SELECT * FROM _otlp_prev "
+                    f"ORDER BY gpos DESC LIMIT {int(cache_size)}").fetchall()
+        carry.kept = int(cache_size)
 
 
 def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
@@ -358,54 +474,63 @@ def _rows(con: duckdb.DuckDBPyConnection) -> pa.RecordBatchReader:
 
 
 def load_otlp_jsonl(path: Path, txn: Transaction, resolver: Resolver | None, report: IngestReport,
-                    config: _otlp.OtlpConfig | None = None) -> bool:
+                    config: _otlp.OtlpConfig | None = None, chunk_bytes: int | None = None) -> bool:
     """Append one OTLP/JSON-lines file's spans to ``txn`` exactly as ``read_otlp`` would read
     them, and count them in ``report``; False (``report`` untouched, ``txn`` to be aborted) when
-    the file needs the Python parser (see the module docstring)."""
+    the file needs the Python parser (see the module docstring). The file is staged
+    ``chunk_bytes`` (default ``CHUNK_BYTES``) of lines at a time; each chunk's spans go to ``txn``
+    before the next is read."""
     cfg = config or _otlp.OtlpConfig()
     path = Path(path)
     if not bulk_eligible(path):
         return False
     con = duckdb.connect(":memory:")
+    carry = Carry()
+    n = unresolved = nonblank = 0
     try:
         con.execute("SET enable_progress_bar = false")
-        lines = _prepare(con, path, resolver, cfg)
-        n, unresolved = _counts(con)
-        txn.append_spans(SpanBatch(_rows(con)))
-    except (_Fallback, duckdb.Error, UnicodeDecodeError, ValueError, pa.ArrowException):
+        for lines, last in _line_chunks(path, chunk_bytes or CHUNK_BYTES):
+            con.register("_otlp_lines", pa.table({"l": lines}))
+            _stage(con, carry.lines)
+            spans, top = _check_spans(con)
+            nonblank += spans or _count_lines(con)
+            con.unregister("_otlp_lines")
+            del lines
+            join_stage(con, resolver, cfg, carry=carry, last=last)
+            carry.lines, carry.spans = max(carry.lines, top), carry.spans + spans
+            got, bad = _counts(con)
+            n, unresolved = n + got, unresolved + bad
+            txn.append_spans(SpanBatch(_rows(con)))
+    except (_Fallback, duckdb.Error, UnicodeDecodeError, ValueError, pa.ArrowException, OSError):
         return False
     finally:
         con.close()
-    if lines:
+    if nonblank:
         report.add("spans", n)
     if unresolved:
         report.add_unresolved("spans", unresolved)
     return True
 
 
-def _prepare(con: duckdb.DuckDBPyConnection, path: Path, resolver: Resolver | None,
-             cfg: _otlp.OtlpConfig) -> int:
-    """Stage, check, map, own idents and inheritance; the number of non-blank lines."""
-    _stage(con, path)
-    lines = 1 if _check_spans(con) else _count_lines(con, path)
-    join_stage(con, resolver, cfg)
-    return lines
-
-
 def join_stage(con: duckdb.DuckDBPyConnection, resolver: Resolver | None, cfg: _otlp.OtlpConfig,
                decode: Decode = _decode, decode_resource: Decode = _decode,
-               ids: dict[str, str] | None = None, resources: dict[int, Any] | None = None) -> None:
+               ids: dict[str, str] | None = None, resources: dict[int, Any] | None = None,
+               carry: Carry | None = None, last: bool = True) -> None:
     """From ``_otlp_stage`` (one row per span: ``line`` = request, ``pos`` = file order, ``rh`` / ``ra``
     the resource's key and, on at least one of its rows, its attribute list; ids, name, times; ``sa``
     / ``sh`` the span's attribute list and its hash) to ``_otlp_own`` and ``_otlp_walk``, from which
     :func:`span_counts` and :func:`span_rows` read. ``resources`` (``rh`` -> attribute list) stands
-    in for the stage's ``ra`` column."""
+    in for the stage's ``ra`` column. ``carry`` holds what earlier chunks of the file left (lines
+    numbered after theirs); ``last``: no chunk follows."""
+    carry = carry or Carry()
     maps = _Maps(con, resolver, decode, decode_resource)
     maps.resources(resources)
     maps.span_attrs()
     _own(con, maps.pairs > 0, ids)
     _walk(con, cfg.max_parent_depth)
-    _cross(con, cfg.parent_cache_size)
+    _cross(con, cfg.parent_cache_size, carry, last)
+    if not last:
+        _remember(con, cfg.parent_cache_size, carry)
 
 
 span_counts = _counts
