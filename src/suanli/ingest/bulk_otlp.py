@@ -86,7 +86,7 @@ def bulk_eligible(path: Path) -> bool:
     return not head.startswith((GZIP_MAGIC, b"\xef\xbb\xbf")) and bool(first) and first not in (b"{", b"[")
 
 
-CHUNK_BYTES = 1 << 27
+CHUNK_BYTES = 1 << 28
 """Bytes of whole lines staged at a time: the stage holds about twice this, whatever the file's size."""
 
 
