@@ -120,6 +120,27 @@ def test_spans_filters_and_order() -> None:
     assert store.spans(start=2.6, end=3.2).span_id.tolist() == ["s3"]   # overlaps [3, 3.5] only
 
 
+@pytest.mark.parametrize("batch", [1, 2, 3, 1 << 20])
+def test_spans_read_in_batches_are_the_same_frame(batch: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frame is converted batch by batch (``_SPAN_BATCH`` rows): any size gives the rows of
+    test_spans_filters_and_order, in write order, ids or not, and an empty read stays empty."""
+    import suanli.store.duck.reads as reads
+    monkeypatch.setattr(reads, "_SPAN_BATCH", batch)
+    store = DuckStore(None)
+    store.add_spans([Span("t", f"s{i}", "s0" if i else None, name, float(i), i + 0.5, "j" if i < 4 else "k",
+                          i % 2, i // 2, f"n/gpu{i % 3}", "n")
+                     for i, name in enumerate(["train_step", "forward", "train_step", "forward", "train_step"])])
+    f = store.spans()
+    assert f.span_id.tolist() == ["s0", "s1", "s2", "s3", "s4"] and f.job_id.tolist() == ["j"] * 4 + ["k"]
+    assert f.gpu_id.tolist() == ["n/gpu0", "n/gpu1", "n/gpu2", "n/gpu0", "n/gpu1"]
+    assert f.parent_id.tolist() == [None, "s0", "s0", "s0", "s0"] and f.step.tolist() == [0, 0, 1, 1, 2]
+    lean = store.spans(job_id="j", ids=False)
+    assert lean.job_id.tolist() == ["j"] * 4 and lean.span_id.tolist() == [None] * 4
+    assert lean.start_s.tolist() == [0.0, 1.0, 2.0, 3.0] and lean.rank.dtype == np.int64
+    empty = store.spans(job_id="nobody")
+    assert len(empty) == 0 and len(empty.name) == len(empty.job_id) == 0 and empty.start_s.dtype == np.float64
+
+
 def test_spans_come_in_write_order_when_written_out_of_it() -> None:
     """Rows appended with their read position (the bulk readers' ``pos``) in reverse: the frame
     follows the positions; without ids the three id columns are None and the rest is equal."""

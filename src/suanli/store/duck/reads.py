@@ -29,6 +29,9 @@ from suanli.store.duck import schema as sc
 
 __all__ = ["STRAY_S", "DuckReads"]
 
+_SPAN_BATCH = 1 << 20
+"""Span rows converted at a time by ``spans``."""
+
 STRAY_S = 86_400.0
 """A span or event this far from every sample (when there are samples) does not stretch the window."""
 
@@ -174,29 +177,39 @@ class DuckReads:
         where, params = self._span_where(job_id, names, start, end, steps)
         id_cols = ", trace_id, span_id, parent_id" if ids else ""
         job_col = "" if job_id is not None else "job_id, "        # one job asked: its id is known
+        text = ["name", "gpu_id", "node_id", *(("job_id",) if job_id is None else ()),
+                *(("trace_id", "span_id", "parent_id") if ids else ())]
+        parts: dict[str, list[npt.NDArray[Any]]] = {c: [] for c in ("rank", "step", "start_s", "end_s", *text)}
         with self.lock:
             self.flush()
             # Arrow, not fetchnumpy: a text column arrives as Arrow strings and becomes one Python
-            # str per distinct value (a job's spans repeat a few names and GPUs millions of times)
-            tab = self.con.sql(
+            # str per distinct value (a job's spans repeat a few names and GPUs millions of times);
+            # batch by batch, so the Arrow copy of a big job is never held whole beside its arrays
+            reader = self.con.sql(
                 f"SELECT {job_col}coalesce(rank, -1) AS rank, coalesce(step, -1) AS step, name, start_s, "
                 f"end_s, gpu_id, node_id{id_cols} FROM spans WHERE {where} ORDER BY seq",
-                params=params).to_arrow_table()
+                params=params).to_arrow_reader(_SPAN_BATCH)
+            for batch in reader:
+                for c, out in parts.items():
+                    arr = batch.column(c)
+                    out.append(_text_column(arr) if c in text else arr.to_numpy())
+        n = sum(map(len, parts["start_s"]))
+        none = None if ids else _same(n, None)           # the three ids not read: one array for all
 
-        def num(name: str, dtype: Any) -> npt.NDArray[Any]:
-            return np.asarray(tab[name].to_numpy(), dtype=dtype)
+        def col(name: str, dtype: Any) -> npt.NDArray[Any]:
+            got = parts.pop(name, None)
+            if got is None and name == "job_id":
+                return _same(n, job_id)
+            if got is None:
+                assert none is not None                  # only the ids go unread
+                return none
+            return np.asarray(np.concatenate(got) if got else np.empty(0), dtype=dtype)
 
-        none = None if ids else _same(tab.num_rows, None)
-
-        def id_col(name: str) -> npt.NDArray[np.object_]:
-            return _text_column(tab[name]) if none is None else none
-
-        jobs = _text_column(tab["job_id"]) if job_id is None else _same(tab.num_rows, job_id)
-        return SpanFrame(job_id=jobs, rank=num("rank", np.int64),
-                         step=num("step", np.int64), name=_text_column(tab["name"]),
-                         start_s=num("start_s", np.float64), end_s=num("end_s", np.float64),
-                         gpu_id=_text_column(tab["gpu_id"]), node_id=_text_column(tab["node_id"]),
-                         trace_id=id_col("trace_id"), span_id=id_col("span_id"), parent_id=id_col("parent_id"))
+        return SpanFrame(job_id=col("job_id", object), rank=col("rank", np.int64), step=col("step", np.int64),
+                         name=col("name", object), start_s=col("start_s", np.float64),
+                         end_s=col("end_s", np.float64), gpu_id=col("gpu_id", object),
+                         node_id=col("node_id", object), trace_id=col("trace_id", object),
+                         span_id=col("span_id", object), parent_id=col("parent_id", object))
 
     def span_numbers(self, job_id: str | None = None, name: str | None = None,
                      keys: Sequence[str] = ()) -> dict[str, F64]:
@@ -291,8 +304,10 @@ def _same(n: int, value: str | None) -> npt.NDArray[np.object_]:
     return out
 
 
-def _text_column(col: pa.ChunkedArray) -> npt.NDArray[np.object_]:
+def _text_column(col: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.object_]:
     """An Arrow text column as an object array, null as None, one ``str`` per distinct value."""
-    enc = pc.dictionary_encode(col).combine_chunks()
+    enc = pc.dictionary_encode(col)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
     values = np.array([*enc.dictionary.to_pylist(), None], dtype=object)
     return np.asarray(values[enc.indices.fill_null(len(values) - 1).to_numpy()], dtype=object)
