@@ -17,6 +17,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
+from suanli.ingest import bulk_otlp_proto
 from suanli.ingest.load import load_traces
 from suanli.ingest.records import IngestReport
 from suanli.store.duck import DuckStore
@@ -189,13 +190,33 @@ def test_public_scenario_as_protobuf_equals_both_other_paths(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_simulated_scenario_equals_python_path(tmp_path: Path) -> None:
+@pytest.mark.parametrize("groups", [None, (2000, 5000)], ids=["one-stage", "staged"])
+def test_simulated_scenario_equals_python_path(groups: tuple[int, int] | None, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole, or walked CHUNK_SPANS and staged STAGE_SPANS spans at a time (parents carried
+    between stages as for JSON lines): the same spans and report as the Python path."""
     from suanli.sim import simulate
+    if groups is not None:
+        monkeypatch.setattr(bulk_otlp_proto, "CHUNK_SPANS", groups[0])
+        monkeypatch.setattr(bulk_otlp_proto, "STAGE_SPANS", groups[1])
     folder = simulate("seed_optical_ber", tmp_path / "s", seed=3, nodes=4, minutes=3)
     pb = tmp_path / "traces.otlp.pb"
     jsonl_to_pb(folder / "traces.otlp.jsonl", pb)
     used, slow, fast, r_slow, r_fast = both_paths(pb, resolver_of(folder))
     assert used and len(fast) > 1000 and fast == slow and _same(r_slow, r_fast)
+
+
+@pytest.mark.parametrize("groups", [(1, 1), (1, 2), (2, 3)])
+def test_hand_made_stream_staged_request_by_request(groups: tuple[int, int], tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """MSG2's span inherits from MSG1's step span across two stages."""
+    monkeypatch.setattr(bulk_otlp_proto, "CHUNK_SPANS", groups[0])
+    monkeypatch.setattr(bulk_otlp_proto, "STAGE_SPANS", groups[1])
+    path = tmp_path / "t.pb"
+    path.write_bytes(delimited([MSG1, MSG2]))
+    used, slow, fast, r_slow, r_fast = both_paths(path, resolver_of(shared_path("scenarios", "healthy")))
+    assert used and fast == slow and _same(r_slow, r_fast)
+    assert fast[3][6:11] == (JOB, 0, 7, "node-001/gpu0", "node-001")
 
 
 def test_load_paths_takes_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,9 @@ each span comes out as its raw bytes without a Python object per field. The span
 (numpy) walk of the protobuf wire format, all spans in lock step, one field per step: trace, span
 and parent ids (hex in bulk through a lookup table), name, start and end times, and the byte range
 of the attribute entries. Arrow arrays are cut from that buffer by offsets, and the rows go into the
-stage table of :mod:`suanli.ingest.bulk_otlp`, whose SQL does the rest as for JSON lines: each
+stage table of :mod:`suanli.ingest.bulk_otlp`, ``STAGE_SPANS`` spans at a time (the parent cache
+carried from stage to stage as for JSON lines, each stage's spans appended before the next is
+staged; the file's bytes themselves are read whole), whose SQL does the rest as for JSON lines: each
 distinct resource and each distinct span attribute list is decoded once, by the Python path's own
 ``_attrs_proto`` (the attribute bytes parse as a ``Span`` holding only those attributes), ids are
 resolved once per distinct list, phases inherit from their step span within the request, then
@@ -26,6 +28,7 @@ guard catches (a parent id twice in one request, a step or rank no int64 holds, 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,9 @@ __all__ = ["CHUNK_SPANS", "load_otlp_proto", "proto_eligible"]
 
 CHUNK_SPANS = 1 << 18
 """Spans walked at a time (bounds the temporary arrays: a few dozen bytes per span)."""
+STAGE_SPANS = 1 << 21
+"""Spans staged and joined at a time (the DuckDB stage of :mod:`bulk_otlp`; the spans go to the
+transaction before the next group is staged)."""
 
 I64 = npt.NDArray[np.int64]
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
@@ -198,11 +204,13 @@ def _hex(data: pa.Buffer, off: I64, length: I64, valid: npt.NDArray[np.bool_] | 
 class _Reader:
     """Requests -> stage chunks (Arrow tables), bad-span reasons, resources by serialized key."""
 
-    def __init__(self) -> None:
+    def __init__(self, stage: Callable[[list[pa.Table], bool], None]) -> None:
         self.real, self.raw, _, _ = _classes()
+        self.stage = stage
         self.resources: dict[bytes, int] = {}
         self.reasons: list[str] = []
         self.chunks: list[pa.Table] = []
+        self.held: list[pa.Table] | None = None         # a full group, staged once the next one fills
         self.spans: list[bytes] = []
         self.scopes: list[tuple[int, int, int]] = []       # (line, resource id, spans) per scope
         self.where: dict[int, str] = {}
@@ -225,6 +233,21 @@ class _Reader:
                 self.spans.extend(spans)
         if len(self.spans) >= CHUNK_SPANS:
             self.flush()
+            if sum(t.num_rows for t in self.chunks) >= STAGE_SPANS:
+                if self.held is not None:
+                    self.stage(self.held, False)
+                self.held, self.chunks = self.chunks, []
+
+    def finish(self) -> None:
+        """Stage what is left: the held group, then the last one."""
+        self.flush()
+        if self.held is not None and self.chunks:
+            self.stage(self.held, False)
+        elif self.held is not None:
+            self.chunks = self.held
+        self.held = None
+        self.stage(self.chunks, True)
+        self.chunks = []
 
     def flush(self) -> None:
         if not self.spans:
@@ -287,7 +310,6 @@ def _read(path: Path, reader: _Reader) -> int:
     del data
     for line, (part, where) in enumerate(zip(parts, wheres, strict=True), 1):
         reader.request(part, line, where)
-    reader.flush()
     return len(parts)
 
 
@@ -309,18 +331,25 @@ def load_otlp_proto(path: Path, txn: Transaction, resolver: Resolver | None, rep
         return _otlp.normalise_attrs(_attrs_proto(resource_cls.FromString(raw).attributes))
 
     con = duckdb.connect(":memory:")
+    carry = bulk_otlp.Carry()
+    n = unresolved = 0
+
+    def stage(chunks: list[pa.Table], last: bool) -> None:
+        nonlocal n, unresolved
+        spans = _stage(con, chunks, carry.spans)
+        bulk_otlp.join_stage(con, resolver, cfg, span_attrs, resource_attrs, bulk_otlp.PLAIN_IDS,
+                             {rid: key for key, rid in reader.resources.items()}, carry, last)
+        carry.spans += spans
+        got, bad = bulk_otlp.span_counts(con)
+        n, unresolved = n + got, unresolved + bad
+        txn.append_spans(SpanBatch(bulk_otlp.span_rows(con)))
+
+    reader = _Reader(stage)
     try:
         con.execute("SET enable_progress_bar = false")
-        reader = _Reader()
-        requests = _read(path, reader)
-        if not requests:
+        if not _read(path, reader):
             return False
-        _stage(con, reader.chunks)
-        reader.chunks = []
-        bulk_otlp.join_stage(con, resolver, cfg, span_attrs, resource_attrs, bulk_otlp.PLAIN_IDS,
-                             {rid: key for key, rid in reader.resources.items()})
-        n, unresolved = bulk_otlp.span_counts(con)
-        txn.append_spans(SpanBatch(bulk_otlp.span_rows(con)))
+        reader.finish()
     except (_Fallback, bulk_otlp.Fallback, duckdb.Error, ValueError, pa.ArrowException, OSError, EOFError,
             zlib.error):
         return False
@@ -334,13 +363,15 @@ def load_otlp_proto(path: Path, txn: Transaction, resolver: Resolver | None, rep
     return True
 
 
-def _stage(con: duckdb.DuckDBPyConnection, chunks: list[pa.Table]) -> None:
-    """``_otlp_stage`` as :func:`bulk_otlp.join_stage` reads it (``sh``: DuckDB's hash of ``sa``)."""
+def _stage(con: duckdb.DuckDBPyConnection, chunks: list[pa.Table], before: int) -> int:
+    """``_otlp_stage`` as :func:`bulk_otlp.join_stage` reads it (``sh``: DuckDB's hash of ``sa``;
+    ``pos`` numbered from 1 in this group, ``before`` spans having been staged); its span count."""
     table = pa.concat_tables(chunks) if chunks else _EMPTY
     con.register("_otlp_chunks", table)
-    con.execute("CREATE OR REPLACE TEMP TABLE _otlp_stage AS SELECT line, pos, rh, tid, sid, pid, name, "
-                "start_ns, end_ns, sa, hash(sa) AS sh FROM _otlp_chunks").fetchall()
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _otlp_stage AS SELECT line, pos - {int(before)} AS pos, rh, tid, "
+                "sid, pid, name, start_ns, end_ns, sa, hash(sa) AS sh FROM _otlp_chunks").fetchall()
     con.unregister("_otlp_chunks")
+    return int(table.num_rows)
 
 
 _EMPTY = pa.table({"line": pa.array([], pa.int64()), "pos": pa.array([], pa.int64()), "rh": pa.array([], pa.uint64()),
