@@ -174,6 +174,9 @@ def test_span_numbers_are_the_json_numbers_only() -> None:
     assert got["train.tokens"].tolist() == pytest.approx([3.0, 2.5, nan, nan, nan, nan, -4.0, 1.2345678901234567e19,
                                                           1e300, nan], nan_ok=True)
     assert np.isnan(got["absent"]).all() and len(got["absent"]) == 10
+    one = store.span_numbers("j", "train_step", ["train.tokens"])["train.tokens"]   # a list of one path
+    assert one.tolist() == pytest.approx(got["train.tokens"].tolist(), nan_ok=True)
+    assert store.span_numbers("j", "train_step", []) == {}
     assert store.span_numbers("j", "nothing", ["train.tokens"])["train.tokens"].tolist() == []
 
 
