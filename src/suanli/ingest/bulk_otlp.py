@@ -130,7 +130,9 @@ def _as_lines(data: memoryview) -> pa.Array:
 
 
 _NONBLANK = "SELECT l FROM _otlp_lines WHERE strlen(l) > 18 OR trim(l, ' \t\r\n') <> ''"
-"""Lines that are not blank (the Python path skips blank ones)."""
+"""Lines that are not blank (the Python path skips blank ones). ``trim`` copies its string, so a line
+longer than 18 bytes (newline included) skips it: such a line of whitespace only fails to parse and
+sends the file to the Python path, which reads it exactly."""
 
 
 def _count_lines(con: duckdb.DuckDBPyConnection) -> int:
