@@ -159,6 +159,11 @@ def test_spans_come_in_write_order_when_written_out_of_it() -> None:
     assert lean.trace_id.tolist() == lean.span_id.tolist() == lean.parent_id.tolist() == [None] * 4
     assert lean.start_s.tolist() == [0.0, 1.0, 2.0, 3.0] and lean.name.tolist() == ["train_step"] * 4
     assert lean.rank.tolist() == f.rank.tolist() and lean.gpu_id.tolist() == f.gpu_id.tolist()
+    bare = store.spans(job_id="j", ids=False, places=False)
+    assert bare.gpu_id.tolist() == bare.node_id.tolist() == bare.span_id.tolist() == [None] * 4
+    assert bare.step.tolist() == f.step.tolist() and bare.end_s.tolist() == f.end_s.tolist()
+    placed = store.spans(job_id="j", places=False)                    # ids read, places not
+    assert placed.span_id.tolist() == f.span_id.tolist() and placed.node_id.tolist() == [None] * 4
 
 
 def test_span_numbers_are_the_json_numbers_only() -> None:

@@ -80,10 +80,11 @@ class Store(Protocol):
 
     def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
               start: float | None = None, end: float | None = None,
-              steps: tuple[int, int] | None = None, ids: bool = True) -> SpanFrame:
+              steps: tuple[int, int] | None = None, ids: bool = True, places: bool = True) -> SpanFrame:
         """Spans overlapping [start, end], in write order. ``ids=False`` leaves ``trace_id``,
         ``span_id`` and ``parent_id`` unread (None in every row): one Python string per span
-        each, which no analysis reads, the most of a big job's read."""
+        each, which no analysis reads, the most of a big job's read. ``places=False`` leaves
+        ``gpu_id`` and ``node_id`` unread likewise (the ledger's phase spans: 16 bytes a span)."""
 
     def span_attrs(self, job_id: str | None = None, name: str | None = None,
                    keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:

@@ -28,7 +28,7 @@ from suanli.analysis.fabric.latency import (
     detect,
 )
 from suanli.analysis.fabric.peers import collective_peers
-from suanli.analysis.fabric.span_findings import job_frames, storage_findings, straggler_findings
+from suanli.analysis.fabric.span_findings import job_phases, storage_findings, straggler_findings
 from suanli.analysis.fabric.storage import StorageConfig
 from suanli.analysis.fabric.stragglers import StragglerConfig
 from suanli.analysis.fabric.tomography import FabricGraph, Localisation, TomographyConfig, localise
@@ -162,9 +162,9 @@ def analyze(store: Store, inventory: Inventory, window: Window | None = None,
     findings = refine_by_ber(findings, inv, facts.levels, config.findings)
     values = {k: dict(v) for k, v in facts.levels.items()}
     scores: dict[str, float] = {}
-    frames = job_frames(store, inv, span)
-    findings += straggler_findings(store, inv, span, suspects, config.stragglers, scores, frames)
+    phases = job_phases(store, inv, span)
+    findings += straggler_findings(store, inv, span, suspects, config.stragglers, scores, phases)
     for g, s in scores.items():
         values.setdefault(g, {})["straggler_score"] = s
-    findings += storage_findings(store, inv, span, config.storage, frames)
+    findings += storage_findings(store, inv, span, config.storage, phases)
     return FabricResult(findings, _heatmap(inv, m, a, cls, locs), locs, values)

@@ -165,7 +165,7 @@ def ledger_for_job(store: Store, inv: Inventory, job: Job, cfg: LedgerConfig, wi
     steps = _rows(steps, keep)
     others = store.spans(job.id, [*gp.compute_phases, *gp.comm_phases, *gp.data_phases,
                                   *gp.checkpoint_spans, *gp.init_spans], start=window.start, end=window.end,
-                         ids=False)
+                         ids=False, places=False)
     if len(steps) + len(others) == 0:
         return None
     flops, tokens = (attrs[k][keep] for k in ("train.model_flops", "train.tokens"))

@@ -171,13 +171,15 @@ class DuckReads:
 
     def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
               start: float | None = None, end: float | None = None,
-              steps: tuple[int, int] | None = None, ids: bool = True) -> SpanFrame:
+              steps: tuple[int, int] | None = None, ids: bool = True, places: bool = True) -> SpanFrame:
         """Spans overlapping [start, end], steps in [steps[0], steps[1]] (inclusive), in write
-        order (``seq``). ``ids=False``: the three ids are not read (None): half a big job's read."""
+        order (``seq``). ``ids=False``: the three ids are not read (None): half a big job's read.
+        ``places=False``: nor are ``gpu_id`` and ``node_id``."""
         where, params = self._span_where(job_id, names, start, end, steps)
         id_cols = ", trace_id, span_id, parent_id" if ids else ""
+        place_cols = ", gpu_id, node_id" if places else ""
         job_col = "" if job_id is not None else "job_id, "        # one job asked: its id is known
-        text = ["name", "gpu_id", "node_id", *(("job_id",) if job_id is None else ()),
+        text = ["name", *(("gpu_id", "node_id") if places else ()), *(("job_id",) if job_id is None else ()),
                 *(("trace_id", "span_id", "parent_id") if ids else ())]
         parts: dict[str, list[npt.NDArray[Any]]] = {c: [] for c in ("rank", "step", "start_s", "end_s", *text)}
         with self.lock:
@@ -187,21 +189,21 @@ class DuckReads:
             # batch by batch, so the Arrow copy of a big job is never held whole beside its arrays
             reader = self.con.sql(
                 f"SELECT {job_col}coalesce(rank, -1) AS rank, coalesce(step, -1) AS step, name, start_s, "
-                f"end_s, gpu_id, node_id{id_cols} FROM spans WHERE {where} ORDER BY seq",
+                f"end_s{place_cols}{id_cols} FROM spans WHERE {where} ORDER BY seq",
                 params=params).to_arrow_reader(_SPAN_BATCH)
             for batch in reader:
                 for c, out in parts.items():
                     arr = batch.column(c)
                     out.append(_text_column(arr) if c in text else arr.to_numpy())
         n = sum(map(len, parts["start_s"]))
-        none = None if ids else _same(n, None)           # the three ids not read: one array for all
+        none = None if ids and places else _same(n, None)     # columns not read: one array for all
 
         def col(name: str, dtype: Any) -> npt.NDArray[Any]:
             got = parts.pop(name, None)
             if got is None and name == "job_id":
                 return _same(n, job_id)
             if got is None:
-                assert none is not None                  # only the ids go unread
+                assert none is not None                  # only the ids and places go unread
                 return none
             return np.asarray(np.concatenate(got) if got else np.empty(0), dtype=dtype)
 

@@ -282,8 +282,8 @@ class PromStore:
     # -- what the TSDB does not hold: the secondary store -------------------------------------
     def spans(self, job_id: str | None = None, names: Sequence[str] | None = None,
               start: float | None = None, end: float | None = None,
-              steps: tuple[int, int] | None = None, ids: bool = True) -> SpanFrame:
-        return self.secondary.spans(job_id, names, start, end, steps, ids)
+              steps: tuple[int, int] | None = None, ids: bool = True, places: bool = True) -> SpanFrame:
+        return self.secondary.spans(job_id, names, start, end, steps, ids, places)
 
     def span_attrs(self, job_id: str | None = None, name: str | None = None,
                    keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:
