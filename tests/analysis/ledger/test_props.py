@@ -159,3 +159,35 @@ def test_mfu_is_the_ratio_of_sums(steps: list[tuple[int, float]]) -> None:
     assert np.allclose(led.step_mfu, per, rtol=1e-12)
     # and the timeline's single bin (points=1) is the same ratio of sums, to its 4 digits
     assert abs(led.mfu_timeline(points=1)[0][1] - want) <= 5e-4 * want
+
+
+@FAST
+@given(st.lists(step, min_size=1, max_size=8), st.lists(phase, max_size=24), st.integers(1, 5),
+       st.sampled_from([(0, 1, 2), (3, 7, 100), (5, 0, 2)]), st.booleans())
+def test_split_by_blocks_of_ranks_is_the_whole_split(steps: list[tuple[int, int, int]],
+                                                     phases: list[tuple[int, str, int, int]], block: int,
+                                                     rank_ids: tuple[int, int, int], nan_time: bool) -> None:
+    # _phase_unions in blocks of ranks (any block size), ranks sparse or out of order, a span with a
+    # NaN start (its rank does not count): the same split, to the bit, as in one block.
+    import suanli.analysis.ledger.goodput as goodput
+    rows: list[Row] = []
+    seen: dict[int, int] = {}
+    for rank, t, d in sorted(steps, key=lambda x: (x[0], x[1])):
+        seen[rank] = seen.get(rank, 0) + 1
+        rows.append((rank_ids[rank], seen[rank], "train_step", float(t), float(t + d)))
+    rows += [(rank_ids[rank], -1, name, float(t), float(t + d)) for rank, name, t, d in phases]
+    if nan_time and phases:
+        rows.append((rank_ids[2] + 1, -1, "forward", float("nan"), 3.0))
+    st_rows, others = split_rows(rows)
+    whole = split_job(make_frame(st_rows), make_frame(others), GoodputConfig())
+    before = goodput._BLOCK_ROWS
+    goodput._BLOCK_ROWS = block
+    try:
+        blocked = split_job(make_frame(st_rows), make_frame(others), GoodputConfig())
+    finally:
+        goodput._BLOCK_ROWS = before
+    assert blocked.gpu_s == whole.gpu_s and blocked.n_ranks == whole.n_ranks
+    assert (blocked.start_s, blocked.end_s, blocked.skipped_spans) == (whole.start_s, whole.end_s, whole.skipped_spans)
+    for f in ("step", "n_ranks", "compute_s", "exposed_comm_s", "straggler_wait_s", "data_s", "other_s"):
+        assert getattr(blocked.steps, f).tolist() == getattr(whole.steps, f).tolist(), f
+    assert blocked.interruptions == whole.interruptions

@@ -23,6 +23,7 @@ Definitions (docs/ledger.md has the long form):
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -166,25 +167,51 @@ def _step_rows(steps: SpanFrame, t0: float, flops: F64 | None, tokens: F64 | Non
     return _Steps(rank, step, start, end, fl, tk, key_span)
 
 
+_BLOCK_ROWS = 1 << 22
+"""Phase spans per block of ranks in ``_phase_unions``: its temporaries (about 100 bytes a span)
+are bounded by a block, not by the job (a 10,240-GPU job's 40 M phase spans needed 5 GB)."""
+
+
 def _phase_unions(st: _Steps, phases: SpanFrame, t0: float, cfg: GoodputConfig
                   ) -> tuple[F64, F64, F64, int]:
-    """Per step row: union of compute, of compute+comm, of compute+comm+data (children clipped)."""
+    """Per step row: union of compute, of compute+comm, of compute+comm+data (children clipped).
+    A step row's children all share its rank, so blocks of ranks are independent: each block's
+    unions are zero outside its own rows and the sums are the whole job's."""
     n = len(st.rank)
     names = phases.name
     is_c = _isin(names, cfg.compute_phases)
     is_a = _isin(names, cfg.comm_phases)
-    is_d = _isin(names, cfg.data_phases)
-    child = (is_c | is_a | is_d) & (phases.rank >= 0)
-    rank = phases.rank[child].astype(np.int64)
-    s = phases.start_s[child] - t0
-    e = phases.end_s[child] - t0
+    child = (is_c | is_a | _isin(names, cfg.data_phases)) & (phases.rank >= 0)
+    u_c, u_ca, u_all = np.zeros(n), np.zeros(n), np.zeros(n)
+    skipped = 0
+    blocks = max(1, -(-int(child.sum()) // _BLOCK_ROWS))
+    top = int(phases.rank.max()) + 1 if len(phases.rank) else 0
+    edges = np.linspace(0, top, blocks + 1).round().astype(np.int64).tolist()
+    for lo, hi in itertools.pairwise(edges):
+        sel = child if blocks == 1 else child & (phases.rank >= lo) & (phases.rank < hi)
+        parts = _block_unions(st, phases, sel, is_c[sel], is_a[sel], t0)
+        skipped += parts[3]
+        u_c += parts[0]
+        u_ca += parts[1]
+        u_all += parts[2]
+    return u_c, u_ca, u_all, skipped
+
+
+def _block_unions(st: _Steps, phases: SpanFrame, sel: B, c: B, a: B, t0: float) -> tuple[F64, F64, F64, int]:
+    """``_phase_unions`` over the child rows ``sel`` (``c``/``a``: which of them are compute / comm)."""
+    n = len(st.rank)
+    rank = phases.rank[sel]
+    s = phases.start_s[sel] - t0
+    e = phases.end_s[sel] - t0
     row = st.locate(rank, s)
+    del rank
     inside = row >= 0
     inside[inside] &= s[inside] < st.end[row[inside]]
     skipped = int((~inside).sum())
-    c, a = is_c[child][inside], is_a[child][inside]
-    order = np.lexsort((s[inside], row[inside]))      # sort once, reuse for the three unions
-    row, s, e, c, a = row[inside][order], s[inside][order], e[inside][order], c[order], a[order]
+    row, s, e, c, a = row[inside], s[inside], e[inside], c[inside], a[inside]
+    order = np.lexsort((s, row))                      # sort once, reuse for the three unions
+    row, s, e, c, a = row[order], s[order], e[order], c[order], a[order]
+    del order
     e = np.minimum(e, st.end[row])
     u_c = group_union_s(row[c], s[c], e[c], n, presorted=True)
     ca = c | a
@@ -275,24 +302,53 @@ def _merge_intervals(start: F64, end: F64) -> list[tuple[float, float]]:
     return list(zip(s.tolist(), e.tolist(), strict=True))
 
 
-def _dense_ranks(steps: SpanFrame, others: SpanFrame) -> I64:
-    def ok(f: SpanFrame) -> B:
-        return (f.rank >= 0) & np.isfinite(f.start_s) & np.isfinite(f.end_s)
+def _known(f: SpanFrame) -> B:
+    return np.asarray((f.rank >= 0) & np.isfinite(f.start_s) & np.isfinite(f.end_s), dtype=np.bool_)
 
-    both = np.concatenate([steps.rank[ok(steps)], others.rank[ok(others)]])
+
+_DENSE_TOP = 1 << 26
+"""Ranks below this are collected by marking (a byte per rank), not by sorting every span's rank."""
+
+
+def _dense_ranks(steps: SpanFrame, others: SpanFrame) -> I64:
+    top = max(int(steps.rank.max(initial=-1)), int(others.rank.max(initial=-1)))
+    if top < _DENSE_TOP:
+        seen = np.zeros(top + 1, dtype=bool)
+        for f in (steps, others):
+            seen[f.rank[_known(f)]] = True
+        return np.flatnonzero(seen).astype(np.int64)
+    both = np.concatenate([steps.rank[_known(steps)], others.rank[_known(others)]])
     return np.unique(both).astype(np.int64)
 
 
 def _remap(frame: SpanFrame, ranks: I64) -> SpanFrame:
-    """The frame with ranks replaced by their index in ``ranks`` (-1 stays -1)."""
+    """The frame with ranks replaced by their index in ``ranks`` (-1 stays -1; so does a rank
+    whose span has a non-finite time). Where that changes nothing (ranks 0..n-1, every time
+    finite, the usual case) the frame itself, not a copy of its ranks."""
+    known = _known(frame)
+    if len(ranks) and int(ranks[-1]) == len(ranks) - 1 and np.array_equal(known, frame.rank >= 0):
+        return frame
     pos = np.searchsorted(ranks, frame.rank)
     pos = np.clip(pos, 0, max(len(ranks) - 1, 0))
-    known = (frame.rank >= 0) & (len(ranks) > 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)
     if len(ranks):
         known &= ranks[pos] == frame.rank
+    else:
+        known[:] = False
     dense = np.where(known, pos, -1).astype(np.int64)
     return SpanFrame(frame.job_id, dense, frame.step, frame.name, frame.start_s, frame.end_s,
                      frame.gpu_id, frame.node_id, frame.trace_id, frame.span_id, frame.parent_id)
+
+
+def _extent(steps: SpanFrame, others: SpanFrame) -> tuple[float, float] | None:
+    """(earliest start, latest end) of the spans with a rank; None when there are none."""
+    lo, hi, any_ranked = np.inf, -np.inf, False
+    for f in (steps, others):
+        ranked = f.rank >= 0
+        if ranked.any():
+            any_ranked = True
+            lo = min(lo, float(np.min(f.start_s, where=ranked, initial=np.inf)))
+            hi = max(hi, float(np.max(f.end_s, where=ranked, initial=-np.inf)))
+    return (lo, hi) if any_ranked else None
 
 
 def split_job(steps: SpanFrame, others: SpanFrame, config: GoodputConfig = GoodputConfig(),
@@ -307,12 +363,11 @@ def split_job(steps: SpanFrame, others: SpanFrame, config: GoodputConfig = Goodp
     """
     ranks = _dense_ranks(steps, others)
     steps, others = _remap(steps, ranks), _remap(others, ranks)
-    starts = np.concatenate([steps.start_s[steps.rank >= 0], others.start_s[others.rank >= 0]])
-    ends = np.concatenate([steps.end_s[steps.rank >= 0], others.end_s[others.rank >= 0]])
     n_ranks = len(ranks)
-    if n_ranks == 0 or len(starts) == 0:
+    extent = _extent(steps, others)
+    if n_ranks == 0 or extent is None:
         return _empty_split(steps, others)
-    t0, t1 = float(starts.min()), float(ends.max())
+    t0, t1 = extent
     wall = t1 - t0
     st = _step_rows(steps, t0, step_flops, step_tokens, key_span=wall + 1.0)
     u_c, u_ca, u_all, skipped = _phase_unions(st, others, t0, config)
@@ -357,7 +412,7 @@ def _categories(st: _Steps, keep: B, others: SpanFrame, cfg: GoodputConfig,
     ok = others.rank >= 0
     ck = _isin(others.name, cfg.checkpoint_spans) & ok
     it = _isin(others.name, cfg.init_spans) & ok
-    r = others.rank.astype(np.int64)
+    r = np.asarray(others.rank, dtype=np.int64)
     layers = [
         (st.rank[keep], st.start[keep], st.end[keep]),
         (st.rank[~keep], st.start[~keep], st.end[~keep]),
