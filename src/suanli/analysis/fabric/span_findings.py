@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suanli.analysis.categories import policy
+from suanli.analysis.codes import int_codes
 from suanli.analysis.fabric.inputs import M
 from suanli.analysis.fabric.storage import StorageConfig, StorageVerdict, data_load_per_step, judge_storage
 from suanli.analysis.fabric.stragglers import (
@@ -36,13 +37,32 @@ def _rank_gpus(inv: Inventory, job_id: str, frame: SpanFrame) -> dict[int, str]:
     node), else the inventory's placement."""
     job = inv.jobs.get(job_id)
     out: dict[int, str] = {rk.rank: rk.gpu for rk in job.ranks} if job is not None else {}
-    order = np.argsort(frame.start_s, kind="stable")[::-1]
-    ranks, first = np.unique(frame.rank[order], return_index=True)
-    for r, i in zip(ranks.tolist(), first.tolist(), strict=True):
-        g = frame.gpu_id[order[i]]
-        if r >= 0 and isinstance(g, str) and g in inv.gpus:
-            out[int(r)] = g
+    for r, i in zip(*_latest_rows(frame.rank, frame.start_s), strict=True):
+        g = frame.gpu_id[i]
+        if isinstance(g, str) and g in inv.gpus:
+            out[r] = g
     return out
+
+
+def _latest_rows(rank: npt.NDArray[np.int64], start: npt.NDArray[np.float64]) -> tuple[list[int], list[int]]:
+    """Per rank >= 0 (ascending), the row of its latest start; of rows starting together, the last
+    written. Without sorting every span: its latest start, then the last row that has it."""
+    ok = rank >= 0
+    if not ok.any():
+        return [], []
+    if np.isnan(start[ok]).any():          # NaN sorts after every time: the old way keeps that order
+        order = np.argsort(start, kind="stable")[::-1]
+        ranks, first = np.unique(rank[order], return_index=True)
+        keep = ranks >= 0
+        return ranks[keep].tolist(), order[first[keep]].tolist()
+    ranks, idx = int_codes(rank[ok])
+    rows = np.flatnonzero(ok)
+    latest = np.full(len(ranks), -np.inf)
+    np.maximum.at(latest, idx, start[ok])
+    at = start[ok] == latest[idx]
+    last = np.full(len(ranks), -1, dtype=np.int64)
+    np.maximum.at(last, idx[at], rows[at])
+    return ranks.tolist(), last.tolist()
 
 
 def gpu_levels(store: Store, metric: str, span: tuple[float, float]) -> dict[str, tuple[float, float]]:

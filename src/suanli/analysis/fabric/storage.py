@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suanli.analysis.changepoint import ChangeConfig, ChangePoint, sudden_increase
+from suanli.analysis.codes import int_codes
 from suanli.analysis.fabric.counters import episode
 from suanli.store.api import SpanFrame
 
@@ -69,7 +70,7 @@ def data_load_per_step(frame: SpanFrame) -> tuple[F64, F64]:
     ok = (frame.name == "data_load") & (frame.step >= 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)
     if not ok.any():
         return np.zeros(0), np.zeros(0)
-    steps, idx = np.unique(frame.step[ok], return_inverse=True)
+    steps, idx = int_codes(frame.step[ok])
     dur = (frame.end_s - frame.start_s)[ok]
     start = np.full(len(steps), np.inf)
     np.minimum.at(start, idx, frame.start_s[ok])

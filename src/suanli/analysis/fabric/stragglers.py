@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from suanli.analysis.codes import int_codes
 from suanli.store.api import SpanFrame
 
 __all__ = ["COMPUTE_PHASES", "PhaseMatrix", "StragglerConfig", "StragglerScores", "phase_matrix",
@@ -92,8 +93,8 @@ def phase_matrix(frame: SpanFrame) -> PhaseMatrix:
     rank, step = frame.rank[ok][keep], frame.step[ok][keep]
     start, dur = frame.start_s[ok][keep], (frame.end_s - frame.start_s)[ok][keep]
     comp, comm = comp[keep], comm[keep]
-    ranks, r_idx = np.unique(rank, return_inverse=True)
-    steps, s_idx = np.unique(step, return_inverse=True)
+    ranks, r_idx = int_codes(rank)                       # no sort of every span's rank and step
+    steps, s_idx = int_codes(step)
     n_r, n_s = len(ranks), len(steps)
     first = np.full(n_s, np.inf)
     np.minimum.at(first, s_idx, start)

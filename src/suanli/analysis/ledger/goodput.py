@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from suanli.analysis.codes import DENSE_TOP
 from suanli.analysis.ledger.intervals import I64, group_union_s, merge_groups, suffix_min_after
 from suanli.store.api import SpanFrame
 
@@ -306,13 +307,9 @@ def _known(f: SpanFrame) -> B:
     return np.asarray((f.rank >= 0) & np.isfinite(f.start_s) & np.isfinite(f.end_s), dtype=np.bool_)
 
 
-_DENSE_TOP = 1 << 26
-"""Ranks below this are collected by marking (a byte per rank), not by sorting every span's rank."""
-
-
 def _dense_ranks(steps: SpanFrame, others: SpanFrame) -> I64:
     top = max(int(steps.rank.max(initial=-1)), int(others.rank.max(initial=-1)))
-    if top < _DENSE_TOP:
+    if top < DENSE_TOP:                    # marked, a byte per rank, not every span's rank sorted
         seen = np.zeros(top + 1, dtype=bool)
         for f in (steps, others):
             seen[f.rank[_known(f)]] = True
