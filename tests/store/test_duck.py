@@ -9,11 +9,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from suanli.ingest.load import load_metrics
 from suanli.ingest.records import Event, IngestReport, SeriesKey, Span
 from suanli.ingest.sink import POS_FIELD, SpanBatch
 from suanli.store.duck import DuckStore
+from tests.conftest import examples
 
 GPU0 = SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("UUID", "GPU-a"),), "gpu", "node-001/gpu0")
 CTR = SeriesKey("suanli_switch_port_crc_errors_total", (("port", "p1"), ("switch", "leaf-01")),
@@ -255,3 +258,41 @@ def test_same_series_written_with_labels_in_another_order_is_one_series(tmp_path
     # ts 2 was written 20 (first file), then 99 (second file): the later write wins
     assert s.ts.tolist() == [T + 1, T + 2, T + 3, T + 4] and s.values.tolist() == [10, 99, 30, 40]
     assert len(store.series_keys("m")) == 1
+
+
+def _latest_by_sorting(rank: np.ndarray, start: np.ndarray, gpu: np.ndarray) -> dict[int, object]:
+    """What fabric computed in Python before rank_gpus: spans in write order, the stable sort by
+    start reversed, each rank's first row in it."""
+    order = np.argsort(start, kind="stable")[::-1]
+    ranks, first = np.unique(rank[order], return_index=True)
+    return {int(r): gpu[order[i]] for r, i in zip(ranks, first, strict=True) if r >= 0}
+
+
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(-1, 3), st.sampled_from([0.0, 1.0, 2.5, 9.0, 1e9]),
+                          st.sampled_from(["n/gpu0", "n/gpu1", None]), st.sampled_from(["forward", "init"])),
+                max_size=25))
+def test_rank_gpus_are_each_ranks_latest_span(rows: list[tuple[int, float, str | None, str]]) -> None:
+    """Ties in start (the last written wins), ranks -1 (none), a GPU-less latest span (None), a
+    name filter and a window: the sort-based definition over what ``spans`` returns."""
+    store = DuckStore(None)
+    store.add_spans([Span("t", f"s{i}", None, name, t, t + 0.5, "j", None if r < 0 else r, 0, g, None)
+                     for i, (r, t, g, name) in enumerate(rows)])
+    for names, lo, hi in ((None, None, None), (["forward"], None, None), (None, 0.8, 5.0)):
+        f = store.spans(job_id="j", names=names, start=lo, end=hi)
+        assert store.rank_gpus("j", names, lo, hi) == _latest_by_sorting(f.rank, f.start_s, f.gpu_id)
+    assert store.rank_gpus("nobody") == {}
+
+
+def test_rank_gpus_by_hand() -> None:
+    store = DuckStore(None)
+    store.add_spans([Span("t", "a", None, "forward", 5.0, 6.0, "j", 0, 0, "n/gpu0", None),
+                     Span("t", "b", None, "forward", 5.0, 6.0, "j", 0, 0, "n/gpu1", None),   # same start, later
+                     Span("t", "c", None, "forward", 1.0, 2.0, "j", 0, 0, "n/gpu2", None),
+                     Span("t", "d", None, "forward", 3.0, 4.0, "j", 1, 0, None, None),
+                     Span("t", "e", None, "forward", 9.0, 9.5, "j", None, 0, "n/gpu3", None),
+                     Span("t", "f", None, "forward", 1.0, 2.0, "j", 2, 0, "n/gpu4", None),
+                     Span("t", "g", None, "forward", 4.0, 5.0, "j", 2, 0, None, None),      # latest has none
+                     Span("t", "h", None, "forward", 7.0, 8.0, "j", 3, 0, "n/gpu5", None),
+                     Span("t", "i", None, "forward", 7.0, 8.0, "j", 3, 0, None, None)])     # tied, written last
+    assert store.rank_gpus("j") == {0: "n/gpu1", 1: None, 2: None, 3: None}

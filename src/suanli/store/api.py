@@ -86,6 +86,11 @@ class Store(Protocol):
         each, which no analysis reads, the most of a big job's read. ``places=False`` leaves
         ``gpu_id`` and ``node_id`` unread likewise (the ledger's phase spans: 16 bytes a span)."""
 
+    def rank_gpus(self, job_id: str | None = None, names: Sequence[str] | None = None,
+                  start: float | None = None, end: float | None = None) -> dict[int, str | None]:
+        """Each rank's (>= 0) ``gpu_id`` on its latest span of those ``spans`` would return: the
+        latest start, of spans starting together the last written; None where it has none."""
+
     def span_attrs(self, job_id: str | None = None, name: str | None = None,
                    keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:
         """Selected attributes of spans as columns aligned with ``spans(job_id, [name])``."""

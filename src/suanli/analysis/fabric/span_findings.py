@@ -10,7 +10,6 @@ import numpy as np
 import numpy.typing as npt
 
 from suanli.analysis.categories import policy
-from suanli.analysis.codes import int_codes
 from suanli.analysis.fabric.inputs import M
 from suanli.analysis.fabric.storage import StorageConfig, StorageVerdict, data_load_per_step, judge_storage
 from suanli.analysis.fabric.stragglers import (
@@ -22,7 +21,7 @@ from suanli.analysis.fabric.stragglers import (
 )
 from suanli.analysis.findings import Finding, Symptom
 from suanli.inventory.model import rank_id
-from suanli.store.api import SpanFrame, Store
+from suanli.store.api import Store
 
 if TYPE_CHECKING:
     from suanli.inventory.catalog import Inventory
@@ -32,37 +31,15 @@ __all__ = ["JobPhases", "gpu_levels", "gpu_suspects", "job_phases", "storage_fin
 _PHASES = ("forward", "backward", "optimizer", "allreduce", "data_load")
 
 
-def _rank_gpus(inv: Inventory, job_id: str, frame: SpanFrame) -> dict[int, str]:
-    """rank -> GPU: the GPU of the rank's latest span (a restarted job may have moved to a spare
-    node), else the inventory's placement."""
+def _rank_gpus(inv: Inventory, job_id: str, latest: dict[int, str | None]) -> dict[int, str]:
+    """rank -> GPU: the GPU of the rank's latest span (``latest``: ``Store.rank_gpus``; a restarted
+    job may have moved to a spare node), else the inventory's placement."""
     job = inv.jobs.get(job_id)
     out: dict[int, str] = {rk.rank: rk.gpu for rk in job.ranks} if job is not None else {}
-    for r, i in zip(*_latest_rows(frame.rank, frame.start_s), strict=True):
-        g = frame.gpu_id[i]
+    for r, g in latest.items():
         if isinstance(g, str) and g in inv.gpus:
             out[r] = g
     return out
-
-
-def _latest_rows(rank: npt.NDArray[np.int64], start: npt.NDArray[np.float64]) -> tuple[list[int], list[int]]:
-    """Per rank >= 0 (ascending), the row of its latest start; of rows starting together, the last
-    written. Without sorting every span: its latest start, then the last row that has it."""
-    ok = rank >= 0
-    if not ok.any():
-        return [], []
-    if np.isnan(start[ok]).any():          # NaN sorts after every time: the old way keeps that order
-        order = np.argsort(start, kind="stable")[::-1]
-        ranks, first = np.unique(rank[order], return_index=True)
-        keep = ranks >= 0
-        return ranks[keep].tolist(), order[first[keep]].tolist()
-    ranks, idx = int_codes(rank[ok])
-    rows = np.flatnonzero(ok)
-    latest = np.full(len(ranks), -np.inf)
-    np.maximum.at(latest, idx, start[ok])
-    at = start[ok] == latest[idx]
-    last = np.full(len(ranks), -1, dtype=np.int64)
-    np.maximum.at(last, idx[at], rows[at])
-    return ranks.tolist(), last.tolist()
 
 
 def gpu_levels(store: Store, metric: str, span: tuple[float, float]) -> dict[str, tuple[float, float]]:
@@ -115,12 +92,13 @@ def job_phases(store: Store, inv: Inventory, span: tuple[float, float]) -> dict[
     and holding every job's at once was most of this analysis' 10.5 GB peak (issue 18)."""
     out = {}
     for job_id in sorted(inv.jobs):
-        frame = store.spans(job_id, names=_PHASES, start=span[0], end=span[1], ids=False)
+        frame = store.spans(job_id, names=_PHASES, start=span[0], end=span[1], ids=False, places=False)
         if len(frame):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 m = phase_matrix(frame)
-            out[job_id] = JobPhases(m, _rank_gpus(inv, job_id, frame), data_load_per_step(frame))
+            latest = store.rank_gpus(job_id, names=_PHASES, start=span[0], end=span[1])
+            out[job_id] = JobPhases(m, _rank_gpus(inv, job_id, latest), data_load_per_step(frame))
         del frame
     return out
 

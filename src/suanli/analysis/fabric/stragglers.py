@@ -85,13 +85,12 @@ def _pivot(r_idx: I64, s_idx: I64, dur: F64, n_r: int, n_s: int) -> F64:
 
 def phase_matrix(frame: SpanFrame) -> PhaseMatrix:
     """Pivot spans (one job) into ranks x steps compute and communication seconds."""
-    ok = (frame.rank >= 0) & (frame.step >= 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)
-    names = frame.name[ok]
-    comp = np.isin(names, COMPUTE_PHASES)
-    comm = np.isin(names, COMM_PHASES)
-    keep = comp | comm
-    rank, step = frame.rank[ok][keep], frame.step[ok][keep]
-    start, dur = frame.start_s[ok][keep], (frame.end_s - frame.start_s)[ok][keep]
+    comp = np.isin(frame.name, COMPUTE_PHASES)
+    comm = np.isin(frame.name, COMM_PHASES)
+    keep = (comp | comm) & (frame.rank >= 0) & (frame.step >= 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)
+    rank, step = frame.rank[keep], frame.step[keep]            # one selection of each column, not two
+    start = frame.start_s[keep]
+    dur = frame.end_s[keep] - start
     comp, comm = comp[keep], comm[keep]
     ranks, r_idx = int_codes(rank)                       # no sort of every span's rank and step
     steps, s_idx = int_codes(step)

@@ -213,6 +213,21 @@ class DuckReads:
                          node_id=col("node_id", object), trace_id=col("trace_id", object),
                          span_id=col("span_id", object), parent_id=col("parent_id", object))
 
+    def rank_gpus(self, job_id: str | None = None, names: Sequence[str] | None = None,
+                  start: float | None = None, end: float | None = None) -> dict[int, str | None]:
+        """Each rank's (>= 0) ``gpu_id`` on its latest span of these: the latest start, of spans
+        starting together the last written (None where that span has none). In SQL: one number
+        per rank, where reading every span's GPU was 8 bytes and a Python reference a span."""
+        where, params = self._span_where(job_id, names, start, end, None)
+        with self.lock:
+            self.flush()
+            rows = self.con.execute(
+                f"WITH r AS (SELECT rank, start_s, seq, gpu_id FROM spans WHERE {where} AND rank >= 0), "
+                "l AS (SELECT rank, max(start_s) AS m FROM r GROUP BY rank) "
+                "SELECT r.rank, arg_max_null(r.gpu_id, r.seq) FROM r JOIN l ON r.rank = l.rank AND r.start_s = l.m "
+                "GROUP BY r.rank ORDER BY r.rank", params).fetchall()
+        return {int(r): g for r, g in rows}
+
     def span_numbers(self, job_id: str | None = None, name: str | None = None,
                      keys: Sequence[str] = ()) -> dict[str, F64]:
         """Numbers pulled out of the JSON in SQL (JSON's integer and real types; a bool, a string

@@ -289,6 +289,10 @@ class PromStore:
                    keys: Sequence[str] = ()) -> dict[str, npt.NDArray[np.object_]]:
         return self.secondary.span_attrs(job_id, name, keys)
 
+    def rank_gpus(self, job_id: str | None = None, names: Sequence[str] | None = None,
+                  start: float | None = None, end: float | None = None) -> dict[int, str | None]:
+        return self.secondary.rank_gpus(job_id, names, start, end)
+
     def span_numbers(self, job_id: str | None = None, name: str | None = None,
                      keys: Sequence[str] = ()) -> dict[str, F64]:
         return self.secondary.span_numbers(job_id, name, keys)
