@@ -59,11 +59,14 @@ def _found(out: Path, truth: dict[str, Any]) -> str:
 
 def _profile(db: Path) -> tuple[float, list[str], list[str]]:
     """Diagnose ``db`` in process: wall s, the top modules, the store's reads by method."""
+    from suanli.cli.hugepages import avoid_hugepage_faults
     from suanli.pipeline import diagnose, open_db, stored_inventory
     from suanli.store.duck.store import DuckStore
 
+    avoid_hugepage_faults()                # as the console script does
+
     spent: collections.Counter[str] = collections.Counter()
-    for name in ("samples_of", "spans", "span_attrs", "events"):
+    for name in ("samples_of", "spans", "span_numbers", "rank_gpus", "events"):
         owner = next(c for c in DuckStore.__mro__ if name in c.__dict__)
 
         def timed(f: Any, name: str = name) -> Any:
