@@ -34,3 +34,16 @@ def test_codes_are_np_unique(values: list[int], top: int) -> None:
         codes.DENSE_TOP = before
     assert got_u.tolist() == want_u.tolist() and got_i.tolist() == want_i.reshape(-1).tolist()
     assert got_u.dtype == np.int64 and got_i.dtype == np.int64
+
+
+@FAST
+@given(st.lists(st.integers(-3, 40), max_size=20), st.lists(st.integers(0, 40), max_size=20), st.integers(1, 64))
+def test_distinct_ints_are_np_unique_of_both(a: list[int], b: list[int], top: int) -> None:
+    x, y = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+    before = codes.DENSE_TOP
+    codes.DENSE_TOP = top
+    try:
+        got = codes.distinct_ints(x, y)
+    finally:
+        codes.DENSE_TOP = before
+    assert got.tolist() == np.unique(np.concatenate([x, y])).tolist() and got.dtype == np.int64

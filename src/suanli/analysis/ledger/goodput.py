@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from suanli.analysis.codes import DENSE_TOP
+from suanli.analysis.codes import distinct_ints
 from suanli.analysis.ledger.intervals import I64, group_union_s, merge_groups, suffix_min_after
 from suanli.store.api import SpanFrame
 
@@ -307,30 +307,15 @@ def _known(f: SpanFrame) -> B:
     return np.asarray((f.rank >= 0) & np.isfinite(f.start_s) & np.isfinite(f.end_s), dtype=np.bool_)
 
 
-def _dense_ranks(steps: SpanFrame, others: SpanFrame) -> I64:
-    top = max(int(steps.rank.max(initial=-1)), int(others.rank.max(initial=-1)))
-    if top < DENSE_TOP:                    # marked, a byte per rank, not every span's rank sorted
-        seen = np.zeros(top + 1, dtype=bool)
-        for f in (steps, others):
-            seen[f.rank[_known(f)]] = True
-        return np.flatnonzero(seen).astype(np.int64)
-    both = np.concatenate([steps.rank[_known(steps)], others.rank[_known(others)]])
-    return np.unique(both).astype(np.int64)
-
-
-def _remap(frame: SpanFrame, ranks: I64) -> SpanFrame:
+def _remap(frame: SpanFrame, ranks: I64, known: B) -> SpanFrame:
     """The frame with ranks replaced by their index in ``ranks`` (-1 stays -1; so does a rank
-    whose span has a non-finite time). Where that changes nothing (ranks 0..n-1, every time
-    finite, the usual case) the frame itself, not a copy of its ranks."""
-    known = _known(frame)
+    whose span has a non-finite time: ``known`` is ``_known(frame)``). Where that changes nothing
+    (ranks 0..n-1, every time finite, the usual case) the frame itself, not a copy of its ranks."""
     if len(ranks) and int(ranks[-1]) == len(ranks) - 1 and np.array_equal(known, frame.rank >= 0):
         return frame
     pos = np.searchsorted(ranks, frame.rank)
     pos = np.clip(pos, 0, max(len(ranks) - 1, 0))
-    if len(ranks):
-        known &= ranks[pos] == frame.rank
-    else:
-        known[:] = False
+    known = known & (ranks[pos] == frame.rank) if len(ranks) else np.zeros(len(frame), dtype=bool)
     dense = np.where(known, pos, -1).astype(np.int64)
     return SpanFrame(frame.job_id, dense, frame.step, frame.name, frame.start_s, frame.end_s,
                      frame.gpu_id, frame.node_id, frame.trace_id, frame.span_id, frame.parent_id)
@@ -358,8 +343,9 @@ def split_job(steps: SpanFrame, others: SpanFrame, config: GoodputConfig = Goodp
     ``steps`` (NaN where absent). ``window_end_s``: end of the observed window; a job whose spans
     stop more than ``failure_gap_steps`` median steps before it is down (failure) until then.
     """
-    ranks = _dense_ranks(steps, others)
-    steps, others = _remap(steps, ranks), _remap(others, ranks)
+    k_steps, k_others = _known(steps), _known(others)          # each mask once: ranks and remap share them
+    ranks = distinct_ints(steps.rank[k_steps], others.rank[k_others])
+    steps, others = _remap(steps, ranks, k_steps), _remap(others, ranks, k_others)
     n_ranks = len(ranks)
     extent = _extent(steps, others)
     if n_ranks == 0 or extent is None:
