@@ -206,6 +206,55 @@ assert len(got) == 1024 and len({len(s.ts) for s in got}) == 1, len(got)
 print(n, query_s, len(got[0].ts))
 """
 
+_PHASES = """
+import json, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+import duckdb
+from suanli.ingest import bulk_om
+from suanli.ingest.openmetrics import OpenMetricsConfig
+from suanli.ingest.records import IngestReport
+from suanli.store.duck import DuckStore
+from suanli.store.duck.txn import DuckTransaction
+spent = {"start-up (imports)": time.perf_counter() - t0}
+
+def timed(owner, name, label):
+    f = getattr(owner, name)
+    def g(*a, **k):
+        t = time.perf_counter()
+        try:
+            return f(*a, **k)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.perf_counter() - t
+    setattr(owner, name, g)
+
+timed(bulk_om, "_pass_a", "pass A: group the lines by series (DuckDB CSV)")
+timed(bulk_om, "_plan", "resolve each series once (Python)")
+timed(DuckTransaction, "_insert", "pass B: parse numbers and insert into the file")
+timed(DuckTransaction, "commit", "commit")
+path, db = Path(sys.argv[1]), Path(sys.argv[2])
+store = DuckStore(db)
+report = IngestReport()
+with store.transaction(str(path)) as txn:
+    assert bulk_om.load_openmetrics(path, txn, None, report)
+    txn.commit(report)
+store.close()
+con = duckdb.connect(":memory:")
+t = time.perf_counter()
+rows = sum(b.num_rows for b in con.sql(bulk_om._sample_rows(path, 1e-3, 1.7e9, OpenMetricsConfig())).to_arrow_reader(1 << 20))
+spent["of which pass B's parse alone (to Arrow, measured apart)"] = time.perf_counter() - t
+print(json.dumps(spent))
+"""
+
+
+def phases(data: Path, db: Path) -> dict[str, float]:
+    """Where suanli's ingest of ``data`` spends its time, phase by phase, in a child process."""
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"))
+    out = subprocess.run([sys.executable, "-c", _PHASES, str(data), str(db)], capture_output=True, text=True,
+                         check=True, env=env)
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
 
 def run_child(cmd: list[str]) -> dict[str, float | int | str]:
     """Run ``cmd`` under a wrapper process that reports its wall time and peak RSS (KiB)."""
@@ -240,9 +289,10 @@ def measure(work: Path, order: str, samples: int, promtool: str | None) -> dict[
     if promtool:
         rows.append(("promtool tsdb create-blocks-from openmetrics",
                      run_child([promtool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(work / f"{order}.prom")])))
+    spent = phases(data, work / f"{order}-phases.duckdb")
     data.unlink()
     return {"order": order, "rows": rows, "samples": written, "size_mib": size_mib, "gen_s": gen_s,
-            "query_s": float(query_s), "per_series": int(per_series), "span_s": span_s}
+            "query_s": float(query_s), "per_series": int(per_series), "span_s": span_s, "phases": spent}
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -288,6 +338,11 @@ def _report(runs: list[dict[str, object]], has_promtool: bool) -> str:
         lines.append(f"Query after reopening suanli's file ({run['order']} order): DCGM_FI_DEV_GPU_TEMP of 1,024 GPUs "
                      f"over {float(run['span_s']) / 60:.0f} min ({run['per_series']} samples each, deduplicated, sorted): "
                      f"{float(run['query_s']) * 1000:.0f} ms.")   # type: ignore[arg-type]
+    for run in runs:
+        spent = run["phases"]
+        lines += ["", f"Where suanli's time goes ({run['order']} order, in a child process of its own, wall s):", "",
+                  "| phase | s |", "| --- | ---: |"]
+        lines += [f"| {name} | {s:.2f} |" for name, s in spent.items()]   # type: ignore[attr-defined]
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

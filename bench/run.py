@@ -30,6 +30,7 @@ def run(path: Path) -> None:
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module           # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     entry = getattr(module, "main", None)
     if entry is None:
