@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from suanli.analysis.median import median
+
 __all__ = ["ChangeConfig", "ChangePoint", "cusum_alarms", "sudden_increase"]
 
 F64 = npt.NDArray[np.float64]
@@ -138,10 +140,10 @@ def _onset(z: F64, lo: int, hi: int, config: ChangeConfig) -> int:
     at ``hi`` (a lone blip of the baseline's noise before the real change does not back-date it; on
     a ramp the half-way point may come up to ``ramp_samples`` after the alarm) and after which the
     median stays high."""
-    bar = max(config.min_shift_sigma, 0.5 * float(np.median(z[hi:])))
+    bar = max(config.min_shift_sigma, 0.5 * median(z[hi:]))
     last = min(hi + config.ramp_samples, len(z) - config.min_tail_samples)
     for i in range(lo, max(last, hi) + 1):
-        if z[i] >= bar and float(np.median(z[i:])) >= config.min_shift_sigma:
+        if z[i] >= bar and median(z[i:]) >= config.min_shift_sigma:
             return i
     return -1
 
@@ -162,8 +164,8 @@ def sudden_increase(ts: F64, values: F64, config: ChangeConfig = ChangeConfig())
     if len(x) < n_base + 3:
         return None
     base = x[:n_base]
-    mu = float(np.median(base))
-    mad = float(np.median(np.abs(base - mu)))
+    mu = median(base)
+    mad = median(np.abs(base - mu))
     sigma = max(1.4826 * mad, config.min_sigma, config.rel_sigma * abs(mu), 1e-300)
     z = (x - mu) / sigma
     begin = n_base
@@ -174,7 +176,7 @@ def sudden_increase(ts: F64, values: F64, config: ChangeConfig = ChangeConfig())
         i_on, i_al = begin + int(onset[0]), begin + int(alarm[0])
         i_found = _onset(z, i_on, i_al, config)
         if i_found >= 0:
-            after = float(np.median(x[i_found:]))
+            after = median(x[i_found:])
             score = (after - mu) / sigma
             i_det = max(i_found, i_al)
             if config.log10:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from suanli.analysis.median import median
+
 __all__ = ["Checkpoints", "Pace", "checkpoints", "pace", "restart_time"]
 
 F64 = npt.NDArray[np.float64]
@@ -46,13 +48,13 @@ def pace(step_end: npt.ArrayLike, step_s: npt.ArrayLike, onset_s: float, now_s: 
     ok = np.isfinite(end) & np.isfinite(dur) & (dur > 0)
     end, dur = end[ok], dur[ok]
     before = dur[end <= onset_s]
-    healthy = float(np.median(before)) if len(before) >= max(min_baseline, 1) else None
+    healthy = median(before) if len(before) >= max(min_baseline, 1) else None
     after = (end > onset_s) & (end <= now_s)
     order = np.argsort(end[after], kind="stable")
     last = dur[after][order][-max(recent, 1):]
-    current = float(np.median(last)) if len(last) else None
+    current = median(last) if len(last) else None
     done = end[end <= now_s]
-    ref = healthy if healthy is not None else (float(np.median(dur)) if len(dur) else None)
+    ref = healthy if healthy is not None else (median(dur) if len(dur) else None)
     stalled = ref is not None and len(done) > 0 and now_s - float(done.max()) > stall_steps * ref
     return Pace(healthy, current, bool(stalled))
 
@@ -69,7 +71,7 @@ def checkpoints(ckpt_end: npt.ArrayLike, step_end: npt.ArrayLike, now_s: float,
     if len(saves) >= 2:
         between = np.diff(np.searchsorted(steps, saves, side="right"))
         between = between[between > 0]
-        interval = float(np.median(between)) * healthy_step_s if len(between) else None
+        interval = median(between) * healthy_step_s if len(between) else None
     return Checkpoints(done * healthy_step_s, interval)
 
 
@@ -81,4 +83,4 @@ def restart_time(init_start: npt.ArrayLike, step_start: npt.ArrayLike) -> float 
         i = int(np.searchsorted(starts, t, side="left"))
         if i < len(starts):
             gaps.append(float(starts[i] - t))
-    return float(np.median(gaps)) if gaps else None
+    return median(gaps) if gaps else None

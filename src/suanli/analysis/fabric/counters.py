@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suanli.analysis.changepoint import ChangeConfig, ChangePoint, sudden_increase
+from suanli.analysis.median import median
 
 __all__ = ["CounterAnomaly", "CounterConfig", "aligned_ratio", "ber_episode", "crc_episode", "detect_signal",
            "episode", "link_downs", "rolling_mean", "stopped_series"]
@@ -158,7 +159,7 @@ def episode(bad: npt.NDArray[np.bool_], min_run: int) -> tuple[int, int] | None:
 
 def _median(x: F64) -> float:
     x = x[np.isfinite(x)]
-    return float(np.median(x)) if len(x) else float("nan")
+    return median(x) if len(x) else float("nan")
 
 
 def crc_episode(entity: str, ts: F64, errors_s: F64, packets_s: F64,
@@ -200,7 +201,7 @@ def ber_episode(kind: str, entity: str, ts: F64, ber: F64, peer_median: float,
     if ok.sum() < cfg.min_episode_scrapes:
         return None
     v = ber[ok]
-    own = float(np.median(v[:max(1, len(v) // 4)]))
+    own = median(v[:max(1, len(v) // 4)])
     ref = min(own, peer_median) if np.isfinite(peer_median) else own
     bar = max(cfg.min_ber, ref * 10 ** cfg.min_ber_decades)
     run = episode(v >= bar, cfg.min_episode_scrapes)
@@ -209,7 +210,7 @@ def ber_episode(kind: str, entity: str, ts: F64, ber: F64, peer_median: float,
     t = ts[ok]
     i0, i1 = run
     return CounterAnomaly(kind, entity, "pre_fec_ber", float(t[i0]), float(t[i0 + cfg.min_episode_scrapes - 1]),
-                          ref, float(np.median(v[i0:i1])))
+                          ref, median(v[i0:i1]))
 
 
 def link_downs(kind: str, entity: str, ts: F64, values: F64) -> CounterAnomaly | None:

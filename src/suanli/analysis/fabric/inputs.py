@@ -22,6 +22,7 @@ from suanli.analysis.fabric.counters import (
     rolling_mean,
     stopped_series,
 )
+from suanli.analysis.median import median, nanmedian
 from suanli.analysis.peer_median import Track, interp_at, peer_median_at, tracks_median_at
 from suanli.inventory.model import gpu_id
 from suanli.store.api import Series, Store
@@ -78,7 +79,7 @@ def late_level(values: F64, share: float = 0.25) -> float:
     v = values[np.isfinite(values)]
     if len(v) == 0:
         return float("nan")
-    return float(np.median(v[-max(1, int(len(v) * share)):]))
+    return median(v[-max(1, int(len(v) * share)):])
 
 
 def early_level(values: F64, share: float = 0.25) -> float:
@@ -86,7 +87,7 @@ def early_level(values: F64, share: float = 0.25) -> float:
     v = values[np.isfinite(values)]
     if len(v) == 0:
         return float("nan")
-    return float(np.median(v[:max(1, int(len(v) * share))]))
+    return median(v[:max(1, int(len(v) * share))])
 
 
 def _by_entity(series: list[Series], kinds: tuple[str, ...]) -> dict[str, Series]:
@@ -125,8 +126,8 @@ def _at(ts: F64, src_ts: F64, src: F64) -> F64:
 
 def _ber(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[float, float]) -> None:
     series = _by_entity(store.series(M.BER, start=span[0], end=span[1]), ("switch_port", "nic"))
-    meds = [m for s in series.values() if np.isfinite(m := float(np.nanmedian(s.values)))] if series else []
-    peers = float(np.median(meds)) if meds else float("nan")
+    meds = [m for s in series.values() if np.isfinite(m := nanmedian(s.values))] if series else []
+    peers = median(meds) if meds else float("nan")
     for ent, s in series.items():
         facts.level(ent, "pre_fec_ber", late_level(s.values))
         facts.level(ent, "pre_fec_ber_early", early_level(s.values))
@@ -145,7 +146,7 @@ def _rates(store: Store, metric: str, signal: str, cfg: CounterConfig, facts: Co
         mates = [smooth[m] for m in (peers or {}).get(nic, ()) if m in smooth]
         if a is not None and mates:
             after = ts >= a.onset_s
-            peer = float(np.nanmedian(peer_median_at(ts[after], mates))) if after.any() else float("nan")
+            peer = nanmedian(peer_median_at(ts[after], mates)) if after.any() else float("nan")
             if np.isfinite(peer) and a.after < cfg.peer_factor * peer:
                 continue                  # its collective peers count alike: what those links do
         facts.add(a)
@@ -178,11 +179,11 @@ def _stopped(store: Store, cfg: CounterConfig, facts: CounterFacts, span: tuple[
             if s.key.entity_kind == "nic" and s.key.entity_id and len(s.ts):
                 last[s.key.entity_id] = max(last.get(s.key.entity_id, -np.inf), float(s.ts[-1]))
                 if len(s.ts) > 2:
-                    gaps.append(float(np.median(np.diff(s.ts))))
+                    gaps.append(median(np.diff(s.ts)))
     if not last or not gaps:
         return
     end = max(last.values())
-    for nic, t in stopped_series(last, float(np.median(gaps)), end, cfg).items():
+    for nic, t in stopped_series(last, median(gaps), end, cfg).items():
         facts.add(CounterAnomaly("nic", nic, "stopped", t, t + cfg.min_stale_s, t, end))
 
 

@@ -20,6 +20,7 @@ from suanli.analysis.fabric.stragglers import (
     straggler_scores,
 )
 from suanli.analysis.findings import Finding, Symptom
+from suanli.analysis.median import median
 from suanli.inventory.model import rank_id
 from suanli.store.api import Store
 
@@ -49,7 +50,7 @@ def gpu_levels(store: Store, metric: str, span: tuple[float, float]) -> dict[str
         v = s.values[np.isfinite(s.values)]
         if s.key.entity_kind == "gpu" and s.key.entity_id and len(v) >= 4:
             q = max(1, len(v) // 4)
-            out[s.key.entity_id] = (float(np.median(v[:q])), float(np.median(v[-q:])))
+            out[s.key.entity_id] = (median(v[:q]), median(v[-q:]))
     return out
 
 
@@ -69,7 +70,7 @@ def _pick(flagged: list[tuple[int, str]], clocks: dict[str, tuple[float, float]]
     late = [(clocks[g][1], r, g) for r, g in flagged if g in clocks]
     if len(late) == len(flagged):
         late.sort()
-        rest = float(np.median([c for c, _, _ in late[1:]]))
+        rest = median([c for c, _, _ in late[1:]])
         if late[0][0] < config.clock_ratio * rest:
             return [(late[0][1], late[0][2])]
     return []

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from suanli.analysis.changepoint import ChangeConfig, ChangePoint, sudden_increase
 from suanli.analysis.codes import int_codes
 from suanli.analysis.fabric.counters import episode
+from suanli.analysis.median import median
 from suanli.store.api import SpanFrame
 
 __all__ = ["StorageConfig", "StorageVerdict", "data_load_per_step", "judge_storage"]
@@ -98,12 +99,12 @@ def _episode(ts: F64, values: F64, config: StorageConfig) -> ChangePoint | None:
     if len(v) < 6:
         return None
     base = max(float(np.quantile(v, config.episode_quantile)), config.change.floor)
-    smooth = np.array([np.median(v[max(0, i - 1): i + 2]) for i in range(len(v))])
+    smooth = np.array([median(v[max(0, i - 1): i + 2]) for i in range(len(v))])
     run = episode(smooth >= config.min_increase * base, 3)
     if run is None or t[run[1] - 1] - t[run[0]] < config.min_episode_s:
         return None
     i0, i1 = run
-    after = float(np.median(v[i0:i1]))
+    after = median(v[i0:i1])
     return ChangePoint(float(t[i0]), float(t[min(i1 - 1, i0 + 2)]), base, after, after / base)
 
 

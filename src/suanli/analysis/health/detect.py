@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
+from suanli.analysis.median import median, nanmedian
 from suanli.analysis.peer_median import Track, peer_median_at, tracks_median_at
 
 __all__ = ["DetectConfig", "Detection", "GpuData", "confirmed_onset", "detect_lost", "detect_nvlink",
@@ -129,7 +130,7 @@ class Detection:
 
 
 def _median_interval(ts: F64) -> float:
-    return float(np.median(np.diff(ts))) if ts.size > 1 else 15.0
+    return median(np.diff(ts)) if ts.size > 1 else 15.0
 
 
 def confirmed_onset(cd: hw.CounterDelta, config: DetectConfig) -> float | None:
@@ -154,7 +155,7 @@ def _baseline(v: F64, frac: float) -> float:
     ok = v[np.isfinite(v)]
     if ok.size == 0:
         return float("nan")
-    return float(np.median(ok[: max(1, int(ok.size * frac))]))
+    return median(ok[: max(1, int(ok.size * frac))])
 
 
 def _fmt_count(x: float) -> str:
@@ -227,7 +228,7 @@ def _hot_flag(g: GpuData, metric: str, limit_c: float, peers: Sequence[GpuData],
     excess = ((v - base >= config.temp_excess_c) & ~(v - peer < config.temp_excess_c)
               & (v >= config.temp_excess_floor_c))
     flag = np.isfinite(v) & ((v >= limit_c) | excess)
-    return ts, flag, base, float(np.nanmedian(peer)) if np.isfinite(peer).any() else float("nan")
+    return ts, flag, base, nanmedian(peer) if np.isfinite(peer).any() else float("nan")
 
 
 def _ramp_start(ts: F64, v: F64, onset_s: float, level: float) -> float:
@@ -275,7 +276,7 @@ def detect_thermal(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) -
         clk = _peer_median(ts, peers, hw.SM_CLOCK)
         late_peer = clk[ts >= min(onsets)]
         if np.isfinite(late).any() and np.isfinite(late_peer).any():
-            own, peer = float(np.nanmedian(late)), float(np.nanmedian(late_peer))
+            own, peer = nanmedian(late), nanmedian(late_peer)
             if abs(own - peer) >= config.clock_departure_frac * peer:
                 evidence.append(f"{g.gpu_id} SM clock {own:.0f} MHz (node peers {peer:.0f} MHz)")
     conf_of = policy("gpu_thermal").confidence
@@ -301,7 +302,7 @@ def detect_lost(g: GpuData, peers: Sequence[GpuData], window_end_s: float,
     ts_any = next((p[0] for p in g.series.values() if p[0].size), np.zeros(0))
     gap = max(config.stop_gap_s, 4 * _median_interval(ts_any))
     peer_last = [x for x in (last_valid_s(p, gauge_metrics) for p in peers) if x is not None]
-    peers_alive = bool(peer_last) and float(np.median(peer_last)) >= window_end_s - gap
+    peers_alive = bool(peer_last) and median(peer_last) >= window_end_s - gap
     if last is not None and last < window_end_s - gap and peers_alive:
         onsets.append(last + _median_interval(ts_any))
         evidence.append(f"{g.gpu_id} telemetry stopped at its last reading "
@@ -370,15 +371,15 @@ def _nvlink_bandwidth(g: GpuData, peers: Sequence[GpuData], config: DetectConfig
     if onset is None:
         return None
     v = g.series[hw.NVLINK_BW][1]
-    bw = float(np.nanmedian(v[flag]))
+    bw = nanmedian(v[flag])
     base = _baseline(v, config.baseline_frac)
     parts = []
     if own.any():
         parts.append(f"{bw / base:.0%} of its own baseline {base / 1e9:.1f} GB/s; its {len(peers)} peers doing "
                      f"the same work at {np.nanmedian(peer_ratio[own]):.0%} of theirs")
     if low.any():
-        peer_med = float(np.nanmedian(peer_bw[low]))
-        parts.append(f"{float(np.nanmedian(v[low])) / peer_med:.0%} of the {peer_med / 1e9:.1f} GB/s its "
+        peer_med = nanmedian(peer_bw[low])
+        parts.append(f"{nanmedian(v[low]) / peer_med:.0%} of the {peer_med / 1e9:.1f} GB/s its "
                      f"{len(peers)} peers doing the same work move at the same time")
     return onset, f"{g.gpu_id} NVLink bandwidth {bw / 1e9:.1f} GB/s for {dur / 60:.0f} min ({'; '.join(parts)})"
 
@@ -403,4 +404,4 @@ def detect_nvlink(g: GpuData, peers: Sequence[GpuData], config: DetectConfig) ->
 
 def fleet_median(values: Mapping[str, float]) -> float:
     """Median of per-GPU numbers (0 for an empty fleet)."""
-    return float(np.median(list(values.values()))) if values else 0.0
+    return median(list(values.values())) if values else 0.0

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from suanli.analysis.median import median
 from suanli.ingest.records import Event
 from suanli.ingest.xid import xid_info
 
@@ -214,7 +215,7 @@ def sustained_onset(ts: F64, flag: npt.NDArray[np.bool_], min_duration_s: float,
     ends = np.concatenate([breaks, [t.size - 1]])
     durations = t[ends] - t[starts]
     all_ts = np.asarray(ts, dtype=np.float64)
-    step = float(np.median(np.diff(all_ts))) if all_ts.size > 1 else 0.0     # the scrape interval
+    step = median(np.diff(all_ts)) if all_ts.size > 1 else 0.0     # the scrape interval
     total = float(durations.sum() + step * len(starts))
     long_runs = np.flatnonzero(durations + step >= min_duration_s)
     onset = float(t[starts[long_runs[0]]]) if long_runs.size else None

@@ -20,6 +20,7 @@ import numpy as np
 from suanli.analysis.categories import policy
 from suanli.analysis.health import events as hw
 from suanli.analysis.health.detect import DetectConfig, Detection, GpuData, confirmed_onset
+from suanli.analysis.median import median
 
 __all__ = ["detect_memory", "sbe_significance"]
 
@@ -40,7 +41,7 @@ def sbe_significance(sbe: hw.CounterDelta) -> tuple[float, float]:
     if ok.size < 2 or sbe.total <= 0:
         return 0.0, 1.0
     ts = sbe.ts[ok]
-    step = float(np.median(np.diff(ts)))
+    step = median(np.diff(ts))
     span = float(ts[-1] - ts[0]) + step
     mid = float(ts[0]) - step + span / 2.0
     late = float(sbe.increments[ok][ts > mid].sum())

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from suanli.analysis.median import median
 from suanli.store.api import Store
 
 __all__ = ["FALL_METRICS", "FallConfig", "fallen_together"]
@@ -45,7 +46,7 @@ def _medians(store: Store, metric: str, gpus: Sequence[str], start: float, at_s:
         before = s.values[ok & (s.ts < at_s)]
         during = s.values[ok & (s.ts >= at_s + cfg.settle_s)]
         if before.size and during.size:
-            out.append((float(np.median(before)), float(np.median(during))))
+            out.append((median(before), median(during)))
     return out
 
 
@@ -59,8 +60,8 @@ def fallen_together(store: Store, job: str, gpus: Sequence[str], start: float, a
         fell = [(b, d) for b, d in pairs if b > 0 and d < cfg.keep * b]
         if not pairs or len(fell) * 2 < len(pairs):
             continue
-        b = float(np.median([x for x, _ in fell])) / div
-        d = float(np.median([y for _, y in fell])) / div
+        b = median([x for x, _ in fell]) / div
+        d = median([y for _, y in fell]) / div
         falls.append((f"{words} {_num(b)} -> {_num(d)} {unit}", len(fell)))
     if not falls:
         return None

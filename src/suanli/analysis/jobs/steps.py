@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from suanli.analysis.median import median
 from suanli.analysis.window import Window
 from suanli.store.api import Store
 
@@ -17,7 +18,7 @@ def stall_time(step_end_s: np.ndarray, step_s: np.ndarray, before_ts: float, sta
     done = step_end_s < before_ts
     if int(np.count_nonzero(done)) < 3:
         return None
-    return float(step_end_s[done].max() + stall_steps * float(np.median(step_s[done])))
+    return float(step_end_s[done].max() + stall_steps * median(step_s[done]))
 
 
 def step_times(store: Store, job_id: str, window: Window | None = None) -> tuple[np.ndarray, np.ndarray]:

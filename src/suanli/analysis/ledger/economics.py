@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from suanli.analysis.median import median
+
 __all__ = [
     "EconomicsConfig",
     "Forecast",
@@ -89,7 +91,7 @@ def low_util_s(ts: F64, util_pct: F64, start_s: float, end_s: float, threshold_p
     t, u = ts[ok], util_pct[ok]
     if len(t) == 0:
         return 0.0, 0.0
-    step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    step = median(np.diff(t)) if len(t) > 1 else 0.0
     hold = np.minimum(np.append(np.diff(t), step), end_s - t)
     seen = np.isfinite(u)
     return float(hold[seen & (u < threshold_pct)].sum()), float(hold[seen].sum())

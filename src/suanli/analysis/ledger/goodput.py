@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from suanli.analysis.codes import distinct_ints
 from suanli.analysis.ledger.intervals import I64, group_union_s, merge_groups, suffix_min_after
+from suanli.analysis.median import median
 from suanli.store.api import SpanFrame
 
 __all__ = ["CATEGORIES", "GoodputConfig", "JobSplit", "StepTable", "split_job"]
@@ -357,7 +358,7 @@ def split_job(steps: SpanFrame, others: SpanFrame, config: GoodputConfig = Goodp
     length = st.end - st.start
     bare = u_all == 0                      # a step without phase children counts as compute
     u_c, u_ca, u_all = (np.where(bare, length, u) for u in (u_c, u_ca, u_all))
-    median_s = float(np.median(length)) if len(length) else float("nan")
+    median_s = median(length) if len(length) else float("nan")
     if window_end_s is not None and window_end_s - t1 > config.failure_gap_steps * median_s:
         t1, wall = window_end_s, window_end_s - t0
     is_restart = _isin(others.name, config.restart_spans) & (others.rank >= 0)

@@ -16,6 +16,7 @@ from suanli.analysis.ledger.economics import (
 )
 from suanli.analysis.ledger.flops import FlopsFormula, flops_per_token
 from suanli.analysis.ledger.goodput import JobSplit
+from suanli.analysis.median import nanmedian
 from suanli.inventory.model import Job
 from suanli.timefmt import to_rfc3339
 
@@ -202,7 +203,7 @@ def _forecast(job: Job, split: JobSplit, tokens: F64, inputs: JobInputs,
     steps = split.steps
     if not job.target_tokens or not len(steps.step) or inputs.price_per_gpu_h is None:
         return None
-    per_step = float(np.nanmedian(tokens)) if np.isfinite(tokens).any() else 0.0
+    per_step = nanmedian(tokens) if np.isfinite(tokens).any() else 0.0
     done = float(steps.step.max() + 1) * per_step
     w_end = split.end_s
     w_start = max(split.start_s, w_end - econ.forecast_window_s)
