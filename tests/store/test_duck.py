@@ -260,6 +260,37 @@ def test_same_series_written_with_labels_in_another_order_is_one_series(tmp_path
     assert len(store.series_keys("m")) == 1
 
 
+def _check_metrics(store: DuckStore, keys: list[SeriesKey], names: list[str]) -> None:
+    for m, name in enumerate(names):
+        got = store.series(name)
+        assert [s.key for s in got] == keys[m::3]
+        assert [s.values.tolist() for s in got] == [[float(n)] for n in range(m, len(keys), 3)]
+        picked = store.series(name, entity_ids=[keys[m + 3].entity_id or "", "node-009/gpu0"])
+        assert [s.key for s in picked] == [keys[m + 3]]
+    assert store.series("m_none") == []
+
+
+def test_each_metric_reads_its_own_series_in_the_order_they_came(tmp_path: Path) -> None:
+    # series of three metrics written interleaved, over two commits: each read names its own
+    # metric's series only, first-seen first, in the writing process and after reopening
+    path = tmp_path / "s.duckdb"
+    names = ["m_a", "m_b", "m_c"]
+    keys = [SeriesKey(names[i % 3], (("gpu", str(i)),), "gpu", f"node-001/gpu{i}") for i in range(12)]
+    store = DuckStore(path)
+    for n, key in enumerate(keys):
+        store.add_samples(key, a(T + n), a(float(n)))
+        if n == 5:
+            store.flush()
+    _check_metrics(store, keys, names)
+    store.close()
+    store = DuckStore(path)
+    _check_metrics(store, keys, names)
+    late = SeriesKey("m_b", (("gpu", "99"),), None, None)
+    store.add_samples(late, a(T + 50), a(7.0))
+    assert [s.key for s in store.series("m_b")] == [*keys[1::3], late]       # a new id joins its metric, last
+    store.close()
+
+
 def _latest_by_sorting(rank: np.ndarray, start: np.ndarray, gpu: np.ndarray) -> dict[int, object]:
     """What fabric computed in Python before rank_gpus: spans in write order, the stable sort by
     start reversed, each rank's first row in it."""

@@ -63,8 +63,8 @@ def _bounds(start: float | None, end: float | None) -> tuple[float, float]:
 
 
 class DuckReads:
-    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id``, ``ids_of`` and
-    ``flush`` (every read commits the records buffered outside a transaction first)."""
+    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id``, ``ids_of``,
+    ``metric_ids`` and ``flush`` (every read commits the records buffered outside a transaction first)."""
 
     con: duckdb.DuckDBPyConnection
     lock: threading.RLock
@@ -92,13 +92,18 @@ class DuckReads:
     def ids_of(self, key: SeriesKey) -> int | None:  # pragma: no cover - provided by DuckStore
         raise NotImplementedError
 
+    def metric_ids(self, metric: str) -> Sequence[int]:  # pragma: no cover - provided by DuckStore
+        raise NotImplementedError
+
     def _select_ids(self, metric: str, entity_ids: Sequence[str] | None) -> dict[int, int]:
-        """Every id (aliases too) of the matching series -> the key's primary id."""
+        """Every id (aliases too) of the matching series -> the key's primary id, in the order the
+        ids came."""
         self.flush()
         wanted = None if entity_ids is None else set(entity_ids)
         out = {}
-        for sid, k in self.keys_by_id.items():
-            if k.metric == metric and (wanted is None or k.entity_id in wanted):
+        for sid in self.metric_ids(metric):
+            k = self.keys_by_id[sid]
+            if wanted is None or k.entity_id in wanted:
                 out[sid] = self.ids_of(k) or sid
         return out
 

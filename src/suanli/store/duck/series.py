@@ -16,12 +16,15 @@ __all__ = ["SeriesIds"]
 
 
 class SeriesIds:
-    """Every id -> its key; every key -> its first (primary) id. A key may own several ids (the
-    same series written with its labels in another order); an id never names two keys."""
+    """Every id -> its key; every key -> its first (primary) id; every metric -> its ids, in the
+    order they came (a read of one metric looks at its own few thousand ids, not every series). A
+    key may own several ids (the same series written with its labels in another order); an id never
+    names two keys, and a new inventory changes a key's entity, never its metric."""
 
     def __init__(self) -> None:
         self.keys_by_id: dict[int, SeriesKey] = {}
         self.primary: dict[SeriesKey, int] = {}
+        self.by_metric: dict[str, list[int]] = {}
 
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
         rows = con.execute(
@@ -30,6 +33,8 @@ class SeriesIds:
             self._add(int(sid), sc.key_from_row(metric, kind, entity, peer, labels))
 
     def _add(self, sid: int, key: SeriesKey) -> None:
+        if sid not in self.keys_by_id:
+            self.by_metric.setdefault(key.metric, []).append(sid)
         self.keys_by_id[sid] = key
         self.primary.setdefault(key, sid)
 

@@ -14,7 +14,7 @@ are reloaded into memory on open: one row per series, not per sample). Schema:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,9 @@ class DuckStore(DuckReads):
 
     def ids_of(self, key: SeriesKey) -> int | None:
         return self.ids.primary.get(key)
+
+    def metric_ids(self, metric: str) -> Sequence[int]:
+        return self.ids.by_metric.get(metric, ())
 
     # -- the sink -----------------------------------------------------------------------------
     def transaction(self, source: str, fingerprint: str | None = None) -> DuckTransaction:
