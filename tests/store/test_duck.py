@@ -291,6 +291,22 @@ def test_each_metric_reads_its_own_series_in_the_order_they_came(tmp_path: Path)
     store.close()
 
 
+def test_keys_loaded_from_a_file_share_their_strings_and_pairs(tmp_path: Path) -> None:
+    # 612,000 series at 10,240 GPUs: equal label pairs and names are one object each once loaded
+    path = tmp_path / "s.duckdb"
+    keys = [SeriesKey("DCGM_FI_DEV_GPU_TEMP", (("UUID", f"GPU-{i}"), ("modelName", "NVIDIA H100")), "gpu",
+                      f"node-001/gpu{i}") for i in range(3)]
+    with DuckStore(path) as store:
+        for key in keys:
+            store.add_samples(key, a(T), a(1.0))
+    with DuckStore(path) as store:
+        got = store.series_keys()
+        assert got == keys
+        assert got[0].labels[1] is got[1].labels[1] is got[2].labels[1]
+        assert got[0].metric is got[2].metric and got[0].entity_kind is got[2].entity_kind
+        assert got[0].labels[0] is not got[1].labels[0]
+
+
 def _latest_by_sorting(rank: np.ndarray, start: np.ndarray, gpu: np.ndarray) -> dict[int, object]:
     """What fabric computed in Python before rank_gpus: spans in write order, the stable sort by
     start reversed, each rank's first row in it."""

@@ -64,9 +64,16 @@ def loads_attrs(text: str | None) -> dict[str, Any]:
 
 
 def key_from_row(metric: str, kind: str | None, entity: str | None, peer: str | None,
-                 labels: str) -> SeriesKey:
+                 labels: str, shared: dict[Any, Any] | None = None) -> SeriesKey:
+    """The key of one ``series`` row. With ``shared`` (one dict for all the rows of a load), equal
+    strings and label pairs are one object each: a store's keys repeat a few metric names, kinds and
+    label pairs (``modelName``, ``namespace``, ``job``) across hundreds of thousands of series."""
     pairs = tuple((str(k), str(v)) for k, v in json.loads(labels))
-    return SeriesKey(metric, pairs, kind, entity, peer)
+    if shared is None:
+        return SeriesKey(metric, pairs, kind, entity, peer)
+    one = shared.setdefault
+    return SeriesKey(one(metric, metric), tuple(one(pr, pr) for pr in pairs), kind and one(kind, kind),
+                     entity and one(entity, entity), peer and one(peer, peer))
 
 
 def report_to_json(report: IngestReport) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -13,6 +14,8 @@ from suanli.ingest.sink import labels_json
 from suanli.store.duck import schema as sc
 
 __all__ = ["SeriesIds"]
+
+_LOAD_ROWS = 50_000
 
 
 class SeriesIds:
@@ -27,10 +30,13 @@ class SeriesIds:
         self.by_metric: dict[str, list[int]] = {}
 
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
-        rows = con.execute(
-            "SELECT id, metric, entity_kind, entity_id, peer_id, labels FROM series ORDER BY rowid").fetchall()
-        for sid, metric, kind, entity, peer, labels in rows:
-            self._add(int(sid), sc.key_from_row(metric, kind, entity, peer, labels))
+        """Every series of the file, read ``_LOAD_ROWS`` rows at a time (612,000 at 10,240 GPUs),
+        its strings and label pairs shared between keys."""
+        cur = con.execute("SELECT id, metric, entity_kind, entity_id, peer_id, labels FROM series ORDER BY rowid")
+        shared: dict[Any, Any] = {}
+        while rows := cur.fetchmany(_LOAD_ROWS):
+            for sid, metric, kind, entity, peer, labels in rows:
+                self._add(int(sid), sc.key_from_row(metric, kind, entity, peer, labels, shared))
 
     def _add(self, sid: int, key: SeriesKey) -> None:
         if sid not in self.keys_by_id:
