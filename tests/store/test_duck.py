@@ -307,6 +307,26 @@ def test_keys_loaded_from_a_file_share_their_strings_and_pairs(tmp_path: Path) -
         assert got[0].labels[0] is not got[1].labels[0]
 
 
+def test_a_file_opened_read_only_gets_the_read_memory_limit(tmp_path: Path) -> None:
+    from suanli.store.duck import DuckStoreConfig
+
+    path = tmp_path / "s.duckdb"
+
+    def settings_of(store: DuckStore) -> tuple[object, ...]:
+        row = store.con.execute("SELECT current_setting('memory_limit'), "
+                                "current_setting('allocator_background_threads')").fetchall()[0]
+        return tuple(row)
+
+    with DuckStore(path) as store:
+        store.add_samples(GPU0, a(T), a(1.0))
+        assert settings_of(store) == ("1.8 GiB", True)                     # 2GB, as DuckDB prints it
+    with DuckStore(path, read_only=True) as store:
+        assert settings_of(store) == ("953.6 MiB", True)                   # 1GB
+    with DuckStore(path, DuckStoreConfig(read_memory_limit="512MB", allocator_background_threads=False),
+                   read_only=True) as store:
+        assert settings_of(store) == ("488.2 MiB", False)
+
+
 def _latest_by_sorting(rank: np.ndarray, start: np.ndarray, gpu: np.ndarray) -> dict[int, object]:
     """What fabric computed in Python before rank_gpus: spans in write order, the stable sort by
     start reversed, each rank's first row in it."""

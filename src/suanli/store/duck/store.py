@@ -46,6 +46,14 @@ class DuckStoreConfig:
     """DuckDB worker threads; None keeps DuckDB's default (all cores)."""
     memory_limit: str | None = "2GB"
     """DuckDB memory limit (it spills to disk beyond it); None keeps DuckDB's default."""
+    read_memory_limit: str | None = "1GB"
+    """The limit of a file opened read-only (``diagnose``, ``check``, ``rca``), in place of
+    ``memory_limit``: what DuckDB holds there is mostly blocks of the file it cached, which a
+    diagnosis has no use for once a job's spans are read; on the 1,280-node hour the ledger's peak
+    went from 8.2 to 6.9 GB at the same speed."""
+    allocator_background_threads: bool = True
+    """DuckDB's allocator hands freed memory back from background threads instead of when a later
+    task ends (the 1,280-node ledger's peak: 8.2 -> 6.9 GB alone, 6.6 GB with ``read_memory_limit``)."""
 
 
 def _connect(path: str | Path | None, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -76,8 +84,11 @@ class DuckStore(DuckReads):
         try:
             if self.config.threads:
                 self.con.execute(f"SET threads = {int(self.config.threads)}")
-            if self.config.memory_limit:
-                self.con.execute(f"SET memory_limit = '{self.config.memory_limit}'")
+            limit = self.config.read_memory_limit if self.read_only else self.config.memory_limit
+            if limit:
+                self.con.execute(f"SET memory_limit = '{limit}'")
+            if self.config.allocator_background_threads:
+                self.con.execute("SET allocator_background_threads = true")
             self.con.execute("SET enable_progress_bar = false")
             self.schema_version = open_schema(self.con, sc.DDL, str(path or ":memory:"), self.read_only)
         except BaseException:
