@@ -25,24 +25,33 @@ def merge_groups(group: I64, start_s: F64, end_s: F64, presorted: bool = False
     sorted by (group, start), so the sort is skipped.
     """
     ok = end_s > start_s
-    g, s, e = group[ok], start_s[ok], end_s[ok]
+    if ok.all():                              # the usual case: no copies to make
+        g, s, e = group, start_s, end_s
+    else:
+        g, s, e = group[ok], start_s[ok], end_s[ok]
     if len(s) == 0:
         return g.astype(np.int64), s.astype(np.float64), e.astype(np.float64)
     if not presorted:
         order = np.lexsort((s, g))
         g, s, e = g[order], s[order], e[order]
     # Running max of ends, reset at each group start: shift every group above the previous
-    # group's values by a span larger than the whole time range, then undo the shift.
+    # group's values by a span larger than the whole time range, then undo the shift. In place:
+    # at 40 M spans each temporary is 320 MB of fresh pages.
     lo = float(min(s.min(), 0.0))
     span = float(e.max() - lo) + 1.0
-    shift = (g - g[0]).astype(np.float64) * span
-    run_end = np.maximum.accumulate(e - lo + shift) - shift + lo
-    prev_end = np.empty_like(run_end)
-    prev_end[0] = -np.inf
-    prev_end[1:] = run_end[:-1]
-    new_group = np.ones(len(g), dtype=bool)
-    new_group[1:] = g[1:] != g[:-1]
-    starts = new_group | (s > prev_end)
+    shift = g.astype(np.float64)
+    shift -= float(g[0])
+    shift *= span
+    run_end = np.subtract(e, lo)
+    run_end += shift
+    np.maximum.accumulate(run_end, out=run_end)
+    run_end -= shift
+    run_end += lo
+    del shift
+    starts = np.empty(len(g), dtype=bool)
+    starts[0] = True
+    np.not_equal(g[1:], g[:-1], out=starts[1:])
+    starts[1:] |= s[1:] > run_end[:-1]
     idx = np.flatnonzero(starts)
     seg_end = np.maximum.reduceat(e, idx)
     return g[idx].astype(np.int64), s[idx], seg_end
