@@ -50,9 +50,11 @@ def work_peers(gpus: Mapping[str, Gpu], jobs: Mapping[str, Job]) -> dict[str, tu
     """Every GPU of ``gpus`` -> its peers doing the same work (module doc), sorted."""
     job_of = gpu_jobs(jobs)
     members: dict[str, set[str]] = defaultdict(set)
+    on_node: dict[tuple[str, str], set[str]] = defaultdict(set)     # (job, node) -> its GPUs there
     for gid, j in job_of.items():
         if gid in gpus:
             members[j].add(gid)
+            on_node[(j, gpus[gid].node)].add(gid)
     tp = {j: _tp_mates(jobs[j]) for j in members}
     idle_by_node: dict[str, set[str]] = defaultdict(set)
     for g in gpus.values():
@@ -65,7 +67,7 @@ def work_peers(gpus: Mapping[str, Gpu], jobs: Mapping[str, Job]) -> dict[str, tu
             peers = idle_by_node[g.node] - {g.id}
         else:
             mates = members[job] - {g.id}
-            peers = {p for p in mates if gpus[p].node == g.node} | (tp[job].get(g.id, set()) & mates)
+            peers = (on_node[(job, g.node)] - {g.id}) | (tp[job].get(g.id, set()) & mates)
             peers = peers or mates
         out[g.id] = tuple(sorted(peers))
     return out
