@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from suanli.analysis.health import HealthConfig, analyze
 from suanli.analysis.health import events as hw
@@ -16,6 +18,7 @@ from suanli.analysis.health.overrides import load_overrides, record_override
 from suanli.ingest.records import Event, SeriesKey
 from suanli.inventory.model import Gpu
 from suanli.store.duck import DuckStore
+from tests.conftest import examples
 
 T0 = 1_773_000_000.0
 STEP_S = 15.0
@@ -314,3 +317,21 @@ def test_empty_store(tmp_path: Path, nodes: int) -> None:
     store, inv = build(tmp_path, nodes=nodes)
     res = analyze(store, inv)
     assert res.findings == [] and res.predictions_json() == []
+
+
+@settings(max_examples=examples(150), deadline=None, derandomize=True)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([0.0, 15.0, 30.0, 45.0, float("nan")]),
+                                   st.sampled_from([1.0, 2.0, float("nan"), 4294967295.0])),
+                         min_size=1, max_size=6), min_size=1, max_size=3))
+def test_a_gpus_pieces_of_one_metric_merge_in_time_order(pieces: list[list[tuple[float, float]]]) -> None:
+    # one piece in time order takes the short way; several, or one out of order, are sorted: the
+    # same numbers either way (stable by time, DCGM's blank sentinel and non-finite values as NaN)
+    from suanli.analysis.health.inputs import _merge
+
+    pairs = [(np.array([t for t, _ in p]), np.array([v for _, v in p])) for p in pieces]
+    ts = np.concatenate([p[0] for p in pairs])
+    v = np.concatenate([p[1] for p in pairs])
+    order = np.argsort(ts, kind="stable")
+    got_ts, got_v = _merge(pairs)
+    assert np.array_equal(got_ts, ts[order], equal_nan=True)
+    assert np.array_equal(got_v, hw.clean(v[order]), equal_nan=True)

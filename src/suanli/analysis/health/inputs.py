@@ -43,6 +43,10 @@ def _gpu_of_key(key: SeriesKey) -> str | None:
 
 
 def _merge(pairs: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]) -> hd.Pair:
+    if len(pairs) == 1:                 # the usual case: one series, in time order as the store reads it
+        ts = np.asarray(pairs[0][0], dtype=np.float64)
+        if not (ts[1:] < ts[:-1]).any() and not np.isnan(ts).any():
+            return ts, hw.clean(pairs[0][1])
     ts = np.concatenate([p[0] for p in pairs]).astype(np.float64)
     v = np.concatenate([p[1] for p in pairs]).astype(np.float64)
     order = np.argsort(ts, kind="stable")
