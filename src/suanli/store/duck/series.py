@@ -30,8 +30,8 @@ class SeriesIds:
         self.by_metric: dict[str, list[int]] = {}
 
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Every series of the file, read ``_LOAD_ROWS`` rows at a time (317,433 at 10,240 GPUs),
-        its strings and label pairs shared between keys."""
+        """Every series of the file (317,433 at 10,240 GPUs), read ``_LOAD_ROWS`` rows at a time,
+        equal strings and label pairs shared between the keys."""
         cur = con.execute("SELECT id, metric, entity_kind, entity_id, peer_id, labels FROM series ORDER BY rowid")
         shared: dict[Any, Any] = {}
         while rows := cur.fetchmany(_LOAD_ROWS):
