@@ -82,3 +82,16 @@ def test_nics_of_the_job_going_quiet_together_fold(inv: Inventory) -> None:
             for n in nics]
     assert all(not s.direct and s.job_wide == JOB for s in fold_job_wide(sigs, inv))
     assert fold_job_wide(sigs[:1], inv)[0].direct
+
+
+def test_a_nics_peers_are_its_jobs_other_nics_and_half_of_them_is_the_bar(inv: Inventory) -> None:
+    # n NICs of the job: each has n - 1 peers (never itself); k firing -> each sees k - 1 of n - 1
+    nics = sorted({n for g in _gpus(inv) if (n := inv.topology.nic_for_gpu(g)) is not None})
+    peers = len(nics) - 1
+
+    def quiet(n: str) -> Signal:
+        return Signal("rule", "nic_rx_quiet", "nic", n, T0, None, T0 + 60, "nic_down", 0.6, (), direct=True)
+
+    over = next(k for k in range(1, len(nics) + 1) if k - 1 >= 0.5 * peers)      # the fewest that fold
+    assert all(not s.direct for s in fold_job_wide([quiet(n) for n in nics[:over]], inv))
+    assert all(s.direct for s in fold_job_wide([quiet(n) for n in nics[:over - 1]], inv))
