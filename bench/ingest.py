@@ -188,9 +188,9 @@ import json, resource, subprocess, sys, time
 t0 = time.perf_counter()
 proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 wall = time.perf_counter() - t0
-peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"rc": proc.returncode, "wall_s": wall, "peak_rss_kib": peak_kib,
-                  "out": proc.stdout[-2000:], "err": proc.stderr[-2000:]}))
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": proc.returncode, "wall_s": wall, "cpu_s": use.ru_utime + use.ru_stime,
+                  "peak_rss_kib": use.ru_maxrss, "out": proc.stdout[-2000:], "err": proc.stderr[-2000:]}))
 """
 
 _CHECK = """
@@ -257,7 +257,8 @@ def phases(data: Path, db: Path) -> dict[str, float]:
 
 
 def run_child(cmd: list[str]) -> dict[str, float | int | str]:
-    """Run ``cmd`` under a wrapper process that reports its wall time and peak RSS (KiB)."""
+    """Run ``cmd`` under a wrapper process that reports its wall time, CPU time and peak RSS (KiB):
+    the wrapper's only child is ``cmd``, so the figures are that one child's."""
     env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"))
     out = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True,
                          check=True, env=env)

@@ -34,6 +34,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from ingest import run_child  # noqa: E402  (bench/ is not a package)
+
 RESULTS = HERE / "results" / "spans.md"
 COLS = "trace_id, span_id, parent_id, name, start_s, end_s, job_id, rank, step, gpu_id, node_id"
 TARGET = 300_000
@@ -151,26 +155,13 @@ def _spawn(*args: str) -> dict[str, Any]:
     return dict(json.loads(got.stdout.strip().splitlines()[-1]))
 
 
-_WRAPPER = """
-import json, resource, subprocess, sys, time
-w0 = time.perf_counter()
-subprocess.run(sys.argv[1:], check=True, capture_output=True)
-wall = time.perf_counter() - w0
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"wall": wall, "cpu": u.ru_utime + u.ru_stime, "rss_mib": u.ru_maxrss / 1024}))
-"""
-
-
 def _suanli(*args: str) -> dict[str, Any]:
-    """``suanli ARGS`` as the only child of a wrapper process: its wall (start-up included), CPU and
-    peak RSS (the wrapper's RUSAGE_CHILDREN is that one child's, not the largest of this run's)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    """``suanli ARGS`` through ``ingest.run_child``: its wall (start-up included), CPU and peak RSS,
+    that one child's (not the largest of this run's)."""
     exe = Path(sys.executable).with_name("suanli")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "import sys; from suanli.cli import main; sys.exit(main())"]
-    out = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd, *args], env=env, check=True, capture_output=True,
-                         text=True)
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
+    got = run_child([*cmd, *args])
+    return {"wall": float(got["wall_s"]), "cpu": float(got["cpu_s"]), "rss_mib": int(got["peak_rss_kib"]) / 1024}
 
 
 def _cli(path: Path, tmp: Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from suanli.analysis.health.peers import gpu_jobs, work_peers
@@ -52,15 +52,10 @@ class _Peers:
                 self.nic_job[nic] = job
                 self.job_nics[job].add(nic)
         self.job_of = {**gpu_job, **self.nic_job}
-        self._nics: dict[str, tuple[str, ...]] = {}
 
-    def of(self, part: str) -> tuple[str, ...]:
+    def of(self, part: str) -> Collection[str]:
         job = self.nic_job.get(part)
-        if job is None:
-            return self.gpus.get(part, ())
-        if part not in self._nics:
-            self._nics[part] = tuple(sorted(self.job_nics[job] - {part}))
-        return self._nics[part]
+        return self.gpus.get(part, ()) if job is None else self.job_nics[job] - {part}
 
 
 def _overlap(a: Signal, b: Signal) -> bool:
