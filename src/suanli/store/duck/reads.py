@@ -63,7 +63,9 @@ def _bounds(start: float | None, end: float | None) -> tuple[float, float]:
 
 
 class DuckReads:
-    """Query methods; the writer class provides ``con``, ``lock``, ``keys_by_id``, ``ids_of``,
+    """Query methods, each holding ``lock`` while it uses the connection or the series index (serve
+    reads and writes from several threads, and a DuckDB connection refuses a second call while one
+    runs); the writer class provides ``con``, ``lock``, ``keys_by_id``, ``ids_of``,
     ``metric_ids`` and ``flush`` (every read commits the records buffered outside a transaction first)."""
 
     con: duckdb.DuckDBPyConnection
@@ -77,17 +79,20 @@ class DuckReads:
 
     # -- series ---------------------------------------------------------------------------------
     def metrics(self) -> list[str]:
-        self.flush()
-        return sorted({k.metric for k in self.keys_by_id.values()})
+        with self.lock:                 # the lock around every read: receivers add series meanwhile
+            self.flush()
+            return sorted({k.metric for k in self.keys_by_id.values()})
 
     def series_keys(self, metric: str | None = None) -> list[SeriesKey]:
         """Distinct keys in first-seen order."""
-        self.flush()
-        return [k for k in dict.fromkeys(self.keys_by_id.values()) if metric is None or k.metric == metric]
+        with self.lock:
+            self.flush()
+            return [k for k in dict.fromkeys(self.keys_by_id.values()) if metric is None or k.metric == metric]
 
     def unresolved_series(self) -> list[SeriesKey]:
-        self.flush()
-        return [k for k in dict.fromkeys(self.keys_by_id.values()) if k.entity_id is None]
+        with self.lock:
+            self.flush()
+            return [k for k in dict.fromkeys(self.keys_by_id.values()) if k.entity_id is None]
 
     def ids_of(self, key: SeriesKey) -> int | None:  # pragma: no cover - provided by DuckStore
         raise NotImplementedError
@@ -98,13 +103,14 @@ class DuckReads:
     def _select_ids(self, metric: str, entity_ids: Sequence[str] | None) -> dict[int, int]:
         """Every id (aliases too) of the matching series -> the key's primary id, in the order the
         ids came."""
-        self.flush()
         wanted = None if entity_ids is None else set(entity_ids)
         out = {}
-        for sid in self.metric_ids(metric):
-            k = self.keys_by_id[sid]
-            if wanted is None or k.entity_id in wanted:
-                out[sid] = self.ids_of(k) or sid
+        with self.lock:
+            self.flush()
+            for sid in self.metric_ids(metric):
+                k = self.keys_by_id[sid]
+                if wanted is None or k.entity_id in wanted:
+                    out[sid] = self.ids_of(k) or sid
         return out
 
     def samples_of(self, ids: dict[int, int], start: float | None = None,
@@ -312,11 +318,12 @@ class DuckReads:
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """(resolved, unresolved) series per metric, without reading samples."""
-        self.flush()
         out: dict[str, list[int]] = {}
-        for k in dict.fromkeys(self.keys_by_id.values()):
-            pair = out.setdefault(k.metric, [0, 0])
-            pair[0 if k.entity_id else 1] += 1
+        with self.lock:
+            self.flush()
+            for k in dict.fromkeys(self.keys_by_id.values()):
+                pair = out.setdefault(k.metric, [0, 0])
+                pair[0 if k.entity_id else 1] += 1
         return {m: (a, b) for m, (a, b) in out.items()}
 
 

@@ -168,19 +168,24 @@ class DuckStore(DuckReads):
 
     def file_loaded(self, fingerprint: str) -> bool:
         """Whether a file with this fingerprint (``ingest.plan.fingerprint``) was committed."""
-        rows = self.con.execute("SELECT count(*) FROM files WHERE fingerprint = ?", [fingerprint]).fetchall()
+        with self.lock:
+            rows = self.con.execute("SELECT count(*) FROM files WHERE fingerprint = ?", [fingerprint]).fetchall()
         return bool(rows and rows[0][0])
 
     def loaded_files(self) -> list[str]:
         """Paths of the files committed, in load order."""
-        return [str(r[0]) for r in self.con.execute("SELECT path FROM files ORDER BY seq").fetchall()]
+        with self.lock:
+            rows = self.con.execute("SELECT path FROM files ORDER BY seq").fetchall()
+        return [str(r[0]) for r in rows]
 
     def inventory_text(self) -> str | None:
-        rows = self.con.execute("SELECT value FROM meta WHERE key = 'inventory'").fetchall()
+        with self.lock:
+            rows = self.con.execute("SELECT value FROM meta WHERE key = 'inventory'").fetchall()
         return str(rows[0][0]) if rows else None
 
     def inventory_source(self) -> str | None:
-        rows = self.con.execute("SELECT value FROM meta WHERE key = 'inventory_source'").fetchall()
+        with self.lock:
+            rows = self.con.execute("SELECT value FROM meta WHERE key = 'inventory_source'").fetchall()
         return str(rows[0][0]) if rows else None
 
     # -- records of no file ------------------------------------------------------------------
@@ -250,15 +255,17 @@ class DuckStore(DuckReads):
 
     # -- small reads that need the write side -------------------------------------------------
     def reports(self) -> list[tuple[str, IngestReport]]:
-        self.flush()
-        rows = self.con.execute("SELECT source, report FROM reports ORDER BY seq").fetchall()
+        with self.lock:
+            self.flush()
+            rows = self.con.execute("SELECT source, report FROM reports ORDER BY seq").fetchall()
         return [(str(src), sc.report_from_json(str(rep))) for src, rep in rows]
 
     def stats(self) -> dict[str, int]:
         """Row counts per table (after a flush)."""
-        self.flush()
         out: dict[str, int] = {}
-        for table in ("series", "samples", "spans", "events"):
-            rows = self.con.execute(f"SELECT count(*) FROM {table}").fetchall()
-            out[table] = int(rows[0][0]) if rows else 0
+        with self.lock:
+            self.flush()
+            for table in ("series", "samples", "spans", "events"):
+                rows = self.con.execute(f"SELECT count(*) FROM {table}").fetchall()
+                out[table] = int(rows[0][0]) if rows else 0
         return out
