@@ -8,9 +8,9 @@ Times are float epoch seconds; ``start``/``end`` of None mean "no bound". Arrays
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -19,9 +19,10 @@ from suanli.ingest.records import Event, IngestReport, SeriesKey
 from suanli.ingest.sink import EventBatch, KeptInventory, SampleBatch, Sink, SpanBatch, Transaction
 
 __all__ = ["F64", "EventBatch", "KeptInventory", "SampleBatch", "Series", "Sink", "SpanBatch", "SpanFrame",
-           "Store", "Transaction", "missing_inputs"]
+           "Store", "Transaction", "coded", "missing_inputs"]
 
 F64 = npt.NDArray[np.float64]
+NameCodes = tuple[npt.NDArray[np.uint8], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,39 @@ class SpanFrame:
     trace_id: npt.NDArray[np.object_]
     span_id: npt.NDArray[np.object_]
     parent_id: npt.NDArray[np.object_]
+    _codes = None                      # not annotated: not a field (the fields are the columns)
+
+    @property
+    def name_codes(self) -> NameCodes | None:
+        """Where the store had them (``coded``): ``name`` as small codes, ``names[codes[i]]`` is
+        ``name[i]``, what ``name_in`` reads (comparing 40 M Python strings to each wanted name
+        took seconds)."""
+        return cast("NameCodes | None", self._codes)
 
     def __len__(self) -> int:
         return len(self.start_s)
+
+    def name_in(self, wanted: Iterable[str]) -> npt.NDArray[np.bool_]:
+        """Rows whose name is one of ``wanted``."""
+        want = set(wanted)
+        if self.name_codes is not None:
+            codes, names = self.name_codes
+            return np.array([n in want for n in names], dtype=bool)[codes]
+        mask = np.zeros(len(self), dtype=bool)
+        for w in want:
+            mask |= self.name == w
+        return mask
+
+    def take(self, keep: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> SpanFrame:
+        """The rows ``keep`` selects (a mask or indices), codes and all."""
+        out = SpanFrame(*(getattr(self, f.name)[keep] for f in fields(SpanFrame)))
+        return out if self.name_codes is None else coded(out, self.name_codes[0][keep], self.name_codes[1])
+
+
+def coded(frame: SpanFrame, codes: npt.NDArray[np.uint8], names: tuple[str, ...]) -> SpanFrame:
+    """``frame`` knowing its names as ``codes`` into ``names`` (``SpanFrame.name_codes``)."""
+    object.__setattr__(frame, "_codes", (codes, names))
+    return frame
 
 
 class Store(Protocol):

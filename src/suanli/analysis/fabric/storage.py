@@ -72,7 +72,7 @@ _RADIX_STEPS = 1 << 16
 
 def data_load_per_step(frame: SpanFrame) -> tuple[F64, F64]:
     """(step start s, median data_load s over ranks) per step, from one job's spans."""
-    ok = (frame.name == "data_load") & (frame.step >= 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)
+    ok = frame.name_in(("data_load",)) & (frame.step >= 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)
     if not ok.any():
         return np.zeros(0), np.zeros(0)
     steps, idx = int_codes(frame.step[ok])

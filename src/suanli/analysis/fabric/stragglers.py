@@ -85,8 +85,8 @@ def _pivot(r_idx: I64, s_idx: I64, dur: F64, n_r: int, n_s: int) -> F64:
 
 def phase_matrix(frame: SpanFrame) -> PhaseMatrix:
     """Pivot spans (one job) into ranks x steps compute and communication seconds."""
-    comp = np.isin(frame.name, COMPUTE_PHASES)
-    comm = np.isin(frame.name, COMM_PHASES)
+    comp = frame.name_in(COMPUTE_PHASES)
+    comm = frame.name_in(COMM_PHASES)
     keep = (comp | comm) & (frame.rank >= 0) & (frame.step >= 0) & np.isfinite(frame.start_s) & np.isfinite(frame.end_s)
     rank, step = frame.rank[keep], frame.step[keep]            # one selection of each column, not two
     start = frame.start_s[keep]

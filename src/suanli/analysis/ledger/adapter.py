@@ -8,7 +8,6 @@ of :mod:`suanli.analysis.ledger.goodput`, :mod:`suanli.analysis.ledger.economics
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,17 +151,13 @@ def _overlapping(frame: SpanFrame, window: Window) -> npt.NDArray[np.bool_]:
     return np.asarray((frame.end_s >= window.start) & (frame.start_s <= window.end), dtype=np.bool_)
 
 
-def _rows(frame: SpanFrame, keep: npt.NDArray[np.bool_]) -> SpanFrame:
-    return SpanFrame(**{f.name: getattr(frame, f.name)[keep] for f in dataclasses.fields(SpanFrame)})
-
-
 def ledger_for_job(store: Store, inv: Inventory, job: Job, cfg: LedgerConfig, window: Window) -> JobLedger | None:
     """One job's ledger from its spans overlapping ``window``; None when there are none."""
     gp = cfg.goodput
     steps = store.spans(job.id, [gp.step_span], ids=False)
     attrs = store.span_numbers(job.id, gp.step_span, ["train.model_flops", "train.tokens"])
     keep = _overlapping(steps, window)       # attrs align with the unwindowed steps: select both alike
-    steps = _rows(steps, keep)
+    steps = steps.take(keep)
     others = store.spans(job.id, [*gp.compute_phases, *gp.comm_phases, *gp.data_phases,
                                   *gp.checkpoint_spans, *gp.init_spans], start=window.start, end=window.end,
                          ids=False, places=False)

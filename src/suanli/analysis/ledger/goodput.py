@@ -32,7 +32,7 @@ import numpy.typing as npt
 from suanli.analysis.codes import distinct_ints
 from suanli.analysis.ledger.intervals import I64, group_union_s, merge_groups, suffix_min_after
 from suanli.analysis.median import median
-from suanli.store.api import SpanFrame
+from suanli.store.api import SpanFrame, coded
 
 __all__ = ["CATEGORIES", "GoodputConfig", "JobSplit", "StepTable", "split_job"]
 
@@ -118,13 +118,6 @@ class JobSplit:
         return {k: (v / total if total > 0 else 0.0) for k, v in self.gpu_s.items()}
 
 
-def _isin(names: npt.NDArray[np.object_], wanted: tuple[str, ...]) -> B:
-    mask = np.zeros(len(names), dtype=bool)
-    for w in wanted:
-        mask |= names == w
-    return mask
-
-
 @dataclass
 class _Steps:
     """Step rows of one job sorted by (rank, start), times relative to the job start."""
@@ -180,10 +173,9 @@ def _phase_unions(st: _Steps, phases: SpanFrame, t0: float, cfg: GoodputConfig
     A step row's children all share its rank, so blocks of ranks are independent: each block's
     unions are zero outside its own rows and the sums are the whole job's."""
     n = len(st.rank)
-    names = phases.name
-    is_c = _isin(names, cfg.compute_phases)
-    is_a = _isin(names, cfg.comm_phases)
-    child = (is_c | is_a | _isin(names, cfg.data_phases)) & (phases.rank >= 0)
+    is_c = phases.name_in(cfg.compute_phases)
+    is_a = phases.name_in(cfg.comm_phases)
+    child = (is_c | is_a | phases.name_in(cfg.data_phases)) & (phases.rank >= 0)
     u_c, u_ca, u_all = np.zeros(n), np.zeros(n), np.zeros(n)
     skipped = 0
     blocks = max(1, -(-int(child.sum()) // _BLOCK_ROWS))
@@ -318,8 +310,9 @@ def _remap(frame: SpanFrame, ranks: I64, known: B) -> SpanFrame:
     pos = np.clip(pos, 0, max(len(ranks) - 1, 0))
     known = known & (ranks[pos] == frame.rank) if len(ranks) else np.zeros(len(frame), dtype=bool)
     dense = np.where(known, pos, -1).astype(np.int64)
-    return SpanFrame(frame.job_id, dense, frame.step, frame.name, frame.start_s, frame.end_s,
-                     frame.gpu_id, frame.node_id, frame.trace_id, frame.span_id, frame.parent_id)
+    out = SpanFrame(frame.job_id, dense, frame.step, frame.name, frame.start_s, frame.end_s,
+                    frame.gpu_id, frame.node_id, frame.trace_id, frame.span_id, frame.parent_id)
+    return out if frame.name_codes is None else coded(out, *frame.name_codes)
 
 
 def _extent(steps: SpanFrame, others: SpanFrame) -> tuple[float, float] | None:
@@ -361,7 +354,7 @@ def split_job(steps: SpanFrame, others: SpanFrame, config: GoodputConfig = Goodp
     median_s = median(length) if len(length) else float("nan")
     if window_end_s is not None and window_end_s - t1 > config.failure_gap_steps * median_s:
         t1, wall = window_end_s, window_end_s - t0
-    is_restart = _isin(others.name, config.restart_spans) & (others.rank >= 0)
+    is_restart = others.name_in(config.restart_spans) & (others.rank >= 0)
     restart_row = st.locate(others.rank[is_restart].astype(np.int64), others.start_s[is_restart] - t0)
     lost, f_s, f_e, f_r = _lost_and_failures(st, restart_row, wall, median_s, config)
     keep = ~lost
@@ -394,8 +387,8 @@ def _categories(st: _Steps, keep: B, others: SpanFrame, cfg: GoodputConfig,
     """GPU-seconds outside productive steps, by precedence: productive steps > lost steps >
     failure gaps > checkpoint > init > idle."""
     ok = others.rank >= 0
-    ck = _isin(others.name, cfg.checkpoint_spans) & ok
-    it = _isin(others.name, cfg.init_spans) & ok
+    ck = others.name_in(cfg.checkpoint_spans) & ok
+    it = others.name_in(cfg.init_spans) & ok
     r = np.asarray(others.rank, dtype=np.int64)
     layers = [
         (st.rank[keep], st.start[keep], st.end[keep]),
