@@ -30,9 +30,9 @@ from suanli.store.duck import schema as sc
 __all__ = ["STRAY_S", "DuckReads"]
 
 _SPAN_BATCH = 1 << 20
+"""Span rows converted at a time by ``spans``."""
 _MAX_CODED = 255
 """Names asked for up to which ``spans`` reads each row's name as a one-byte code."""
-"""Span rows converted at a time by ``spans``."""
 
 STRAY_S = 86_400.0
 """A span or event this far from every sample (when there are samples) does not stretch the window."""
