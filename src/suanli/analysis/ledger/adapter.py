@@ -154,7 +154,7 @@ def _overlapping(frame: SpanFrame, window: Window) -> npt.NDArray[np.bool_]:
 def ledger_for_job(store: Store, inv: Inventory, job: Job, cfg: LedgerConfig, window: Window) -> JobLedger | None:
     """One job's ledger from its spans overlapping ``window``; None when there are none."""
     gp = cfg.goodput
-    steps = store.spans(job.id, [gp.step_span], ids=False)
+    steps = store.spans(job.id, [gp.step_span], ids=False, places=not job.ranks)   # GPUs: the inventory's
     attrs = store.span_numbers(job.id, gp.step_span, ["train.model_flops", "train.tokens"])
     keep = _overlapping(steps, window)       # attrs align with the unwindowed steps: select both alike
     steps = steps.take(keep)
