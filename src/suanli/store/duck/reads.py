@@ -33,6 +33,8 @@ _SPAN_BATCH = 1 << 20
 """Span rows converted at a time by ``spans``."""
 _MAX_CODED = 255
 """Names asked for up to which ``spans`` reads each row's name as a one-byte code."""
+_RADIX_SERIES = 1 << 16
+"""Series up to which ``samples_of`` groups rows by a 16-bit key (NumPy's radix sort)."""
 
 STRAY_S = 86_400.0
 """A span or event this far from every sample (when there are samples) does not stretch the window."""
@@ -120,21 +122,26 @@ class DuckReads:
         """(primary series id, ts, value) of the given ids (id -> primary id), deduplicated (last
         write wins), sorted by series then time."""
         lo, hi = _bounds(start, end)
-        sel = pa.table({"id": pa.array(list(ids), pa.uint64()), "canon": pa.array(list(ids.values()), pa.uint64())})
+        canon = np.fromiter(ids.values(), np.uint64, len(ids))
+        primary = np.unique(canon)                     # each row's series as its index among these
+        sel = pa.table({"id": pa.array(list(ids), pa.uint64()),
+                        "idx": pa.array(np.searchsorted(primary, canon).astype(np.uint32), pa.uint32())})
         with self.lock:
             self.flush()
             self.con.register("_sel", sel)
             try:
-                res = self.con.execute(                  # sorted with the write order, the last kept
-                    "SELECT m.canon AS series_id, s.ts, s.value FROM samples s JOIN _sel m ON s.series_id = m.id "
-                    "WHERE s.ts >= $lo AND s.ts <= $hi ORDER BY m.canon, s.ts, s.rowid", {"lo": lo, "hi": hi}).fetchnumpy()
+                res = self.con.execute(
+                    "SELECT m.idx, s.ts, s.value, s.rowid FROM samples s JOIN _sel m ON s.series_id = m.id "
+                    "WHERE s.ts >= $lo AND s.ts <= $hi", {"lo": lo, "hi": hi}).fetchnumpy()
             finally:
                 self.con.unregister("_sel")
-        sid = np.asarray(res["series_id"], dtype=np.uint64)
+        idx = np.asarray(res["idx"], dtype=np.uint32)
         ts = np.asarray(res["ts"], dtype=np.float64)
-        last = np.ones(len(sid), dtype=bool)            # the last write of each (series, ts) wins
-        last[:-1] = (sid[1:] != sid[:-1]) | (ts[1:] != ts[:-1])
-        return sid[last], ts[last], np.asarray(res["value"], dtype=np.float64)[last]
+        order = _series_time_order(idx, ts, np.asarray(res["rowid"], dtype=np.int64), len(primary))
+        idx, ts = idx[order], ts[order]
+        last = np.ones(len(idx), dtype=bool)            # the last write of each (series, ts) wins
+        last[:-1] = (idx[1:] != idx[:-1]) | (ts[1:] != ts[:-1])
+        return primary[idx[last]], ts[last], np.asarray(res["value"], dtype=np.float64)[order][last]
 
     def _per_series(self, metric: str, entity_ids: Sequence[str] | None, start: float | None,
                     end: float | None) -> list[tuple[SeriesKey, F64, F64]]:
@@ -347,6 +354,29 @@ class DuckReads:
                 pair = out.setdefault(k.metric, [0, 0])
                 pair[0 if k.entity_id else 1] += 1
         return {m: (a, b) for m, (a, b) in out.items()}
+
+
+def _series_time_order(idx: npt.NDArray[np.uint32], ts: F64, rowid: npt.NDArray[np.int64],
+                       n_series: int) -> npt.NDArray[np.intp]:
+    """The permutation that sorts sample rows by (series index, time, write order). DuckDB's
+    ORDER BY of the three was half of reading a metric (10,240 GPUs' hour: 0.17 of 0.33 s, 56
+    reads a diagnosis); a scrape dump is written in time order, so rows put in write order and
+    then grouped by series (a radix sort under 65,536 series) are mostly sorted already, which
+    one pass checks; only the series that are not (a sample written out of time order: a few
+    hundred of 10,240 in the simulated hour) are sorted by the three keys."""
+    order = np.arange(len(idx)) if len(rowid) < 2 or bool(np.all(rowid[1:] > rowid[:-1])) else \
+        np.argsort(rowid, kind="stable")               # a few runs (the scan's row groups): merged
+    by = idx[order]
+    order = order[np.argsort(by.astype(np.uint16) if n_series <= _RADIX_SERIES else by, kind="stable")]
+    i, t = idx[order], ts[order]
+    late = (i[1:] == i[:-1]) & (t[1:] < t[:-1])
+    if bool(late.any()):
+        unsorted = np.zeros(n_series, dtype=bool)
+        unsorted[i[1:][late]] = True
+        rows = unsorted[i]                             # those series' rows: contiguous, in series order
+        sub = order[rows]
+        order[rows] = sub[np.lexsort((rowid[sub], ts[sub], idx[sub]))]
+    return order
 
 
 def _seq_order(parts: list[npt.NDArray[Any]]) -> npt.NDArray[np.intp] | None:
