@@ -19,6 +19,7 @@ from rich.console import Console
 from typer.core import TyperArgument, TyperOption
 
 from suanli.cli.hugepages import avoid_hugepage_faults
+from suanli.cli.malloc import hold_freed_memory
 from suanli.errors import InputError
 
 # rich_markup_mode=None: click's plain help ("--db PATH", "PATHS..."), not typer's rich panels that
@@ -158,6 +159,7 @@ def plain_help(cmd: Any) -> Any:
 def main() -> None:
     """The console script. Usage errors are one line on stderr and exit 2, like bad input."""
     avoid_hugepage_faults()
+    hold_freed_memory()
     try:
         code = plain_help(typer.main.get_command(app))(standalone_mode=False)
     except typer.Abort:
