@@ -247,7 +247,9 @@ class Service:
         return now - self.config.live.window_s - reach, now + EDGE_PAD_S
 
     def step(self) -> list[tuple[str, KeptIncident]]:
-        """One step now (the alert payloads received so far included), then the Alertmanager push."""
+        """One step now (the scrapes and alert payloads received so far included), then the
+        Alertmanager push."""
+        self.sinks.flush_scrapes()
         pipe = self.stepper.pipeline
         pipe.inputs = dataclasses.replace(pipe.inputs, alert_payloads=self.sinks.alert_payloads())
         if isinstance(self.store, PromStore):
@@ -282,6 +284,7 @@ class Service:
         with httpx.Client() as client:
             for target in self.cfg.scrape:
                 self.sinks.scrape(TargetScraper(target, self.inventory.resolver).scrape(client))
+        self.sinks.flush_scrapes()
         for tail in self.tails:         # a tail stopped delivers what its source holds until now
             tail.start()
             tail.stop(timeout_s=120.0)
@@ -302,6 +305,7 @@ class Service:
         """Sources first (what they read is delivered), then the loop, then the store."""
         if self.scraper is not None:
             self.scraper.stop()
+        self.sinks.flush_scrapes()
         for tail in self.tails:
             tail.stop(timeout_s=120.0)
         self.rules.stop()
@@ -313,5 +317,8 @@ class Service:
         self.close()
 
     def close(self) -> None:
-        self.forwarder.close()
-        self.store.close()          # a PromStore closes its secondary store, the DuckDB file, too
+        try:
+            self.sinks.flush_scrapes()  # nothing scraped is left behind (a no-op after stop)
+        finally:
+            self.forwarder.close()
+            self.store.close()      # a PromStore closes its secondary store, the DuckDB file, too
