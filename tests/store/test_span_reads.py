@@ -31,12 +31,12 @@ def test_spans_by_name_in_write_order(pieces: list[list[tuple[str, int, bool]]],
     reads._SPAN_BATCH = batch
     try:
         store = DuckStore(None)
-        model: list[tuple[str, str, int, float]] = []          # (span id, name, rank, flops) in write order
+        model: list[tuple[str, str, int, float, int]] = []     # (span id, name, rank, flops, i) in write order
         for p, piece in enumerate(pieces):
             spans = [Span("t", f"s{p}-{i}", None, name, float(i), i + 0.5, "j" if in_job else "other", rank, i,
                           None, None, {"train.model_flops": 10.0 * p + i})
                      for i, (name, rank, in_job) in enumerate(piece)]
-            model += [(s.span_id, s.name, int(s.rank or 0), float(s.attrs["train.model_flops"]))
+            model += [(s.span_id, s.name, int(s.rank or 0), float(s.attrs["train.model_flops"]), int(s.start_s))
                       for s in spans if s.job_id == "j"]
             order = list(range(len(spans)))
             shuffle.shuffle(order)                           # type: ignore[attr-defined]
@@ -64,6 +64,11 @@ def test_spans_by_name_in_write_order(pieces: list[list[tuple[str, int, bool]]],
         if len(set(wanted)) == 1:
             flops = store.span_numbers("j", wanted[0], ["train.model_flops"])["train.model_flops"]
             assert flops.tolist() == [m[3] for m in want]
+            lo, hi = 2.7, 9.0                           # spans i of [i, i + 0.5]: those of i in 3..9
+            inside = store.spans("j", wanted[:1], start=lo, end=hi)
+            numbers = store.span_numbers("j", wanted[0], ["train.model_flops"], start=lo, end=hi)
+            assert numbers["train.model_flops"].tolist() == [m[3] for m in want if 3 <= m[4] <= 9]
+            assert inside.span_id.tolist() == [m[0] for m in want if 3 <= m[4] <= 9]
     finally:
         reads._SPAN_BATCH = old
 

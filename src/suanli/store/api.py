@@ -127,9 +127,10 @@ class Store(Protocol):
         """Selected attributes of spans as columns aligned with ``spans(job_id, [name])``."""
 
     def span_numbers(self, job_id: str | None = None, name: str | None = None,
-                     keys: Sequence[str] = ()) -> dict[str, F64]:
-        """Numeric attributes as float columns aligned with ``spans(job_id, [name])``: NaN where
-        the attribute is missing or not a number (a bool, a string, a list)."""
+                     keys: Sequence[str] = (), start: float | None = None, end: float | None = None
+                     ) -> dict[str, F64]:
+        """Numeric attributes as float columns aligned with ``spans(job_id, [name], start, end)``:
+        NaN where the attribute is missing or not a number (a bool, a string, a list)."""
 
     def events(self, entity_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                start: float | None = None, end: float | None = None) -> list[Event]: ...

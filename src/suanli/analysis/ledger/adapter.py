@@ -146,25 +146,20 @@ def _metric_inputs(store: Store, cfg: LedgerConfig, gpus: list[str], start: floa
     return energy, sum(p[0] for p in pairs), sum(p[1] for p in pairs)
 
 
-def _overlapping(frame: SpanFrame, window: Window) -> npt.NDArray[np.bool_]:
-    """Rows of spans that overlap the window (the store's own rule for ``spans(start, end)``)."""
-    return np.asarray((frame.end_s >= window.start) & (frame.start_s <= window.end), dtype=np.bool_)
-
-
 def ledger_for_job(store: Store, inv: Inventory, job: Job, cfg: LedgerConfig, window: Window) -> JobLedger | None:
     """One job's ledger from its spans overlapping ``window``; None when there are none."""
     gp = cfg.goodput
-    steps = store.spans(job.id, [gp.step_span], ids=False, places=not job.ranks)   # GPUs: the inventory's
-    attrs = store.span_numbers(job.id, gp.step_span, ["train.model_flops", "train.tokens"])
-    keep = _overlapping(steps, window)       # attrs align with the unwindowed steps: select both alike
-    steps = steps.take(keep)
+    # the window's steps and their numbers, row for row (a live step reads its window, not the job)
+    steps = store.spans(job.id, [gp.step_span], start=window.start, end=window.end, ids=False,
+                        places=not job.ranks)                  # the GPUs: the inventory's ranks, else these
+    attrs = store.span_numbers(job.id, gp.step_span, ["train.model_flops", "train.tokens"],
+                               start=window.start, end=window.end)
     others = store.spans(job.id, [*gp.compute_phases, *gp.comm_phases, *gp.data_phases,
                                   *gp.checkpoint_spans, *gp.init_spans], start=window.start, end=window.end,
                          ids=False, places=False)
     if len(steps) + len(others) == 0:
         return None
-    flops, tokens = (attrs[k][keep] for k in ("train.model_flops", "train.tokens"))
-    split = split_job(steps, others, gp, flops, tokens, window_end_s=window.end)
+    split = split_job(steps, others, gp, attrs["train.model_flops"], attrs["train.tokens"], window_end_s=window.end)
     gpus = _job_gpus(job, steps)
     peak, price = _peak_and_price(job, gpus, inv)
     energy, low_s, seen_s = _metric_inputs(store, cfg, gpus, split.start_s, split.end_s)

@@ -266,10 +266,12 @@ class DuckReads:
         return {int(r): g for r, g in rows}
 
     def span_numbers(self, job_id: str | None = None, name: str | None = None,
-                     keys: Sequence[str] = ()) -> dict[str, F64]:
+                     keys: Sequence[str] = (), start: float | None = None, end: float | None = None
+                     ) -> dict[str, F64]:
         """Numbers pulled out of the JSON in SQL (JSON's integer and real types; a bool, a string
-        or a list is NaN), no Python value per span."""
-        where, params = self._span_where(job_id, None if name is None else [name], None, None, None)
+        or a list is NaN), no Python value per span; the spans of ``spans(job_id, [name], start,
+        end)``, row for row."""
+        where, params = self._span_where(job_id, None if name is None else [name], start, end, None)
         # every key from one parse of the span's JSON (a list of paths), not two parses per key
         cols = ", ".join(f"CASE WHEN json_type(j[{i + 1}]) IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
                          f"THEN j[{i + 1}]::DOUBLE END AS k{i}" for i in range(len(keys))) or "1"

@@ -294,8 +294,9 @@ class PromStore:
         return self.secondary.rank_gpus(job_id, names, start, end)
 
     def span_numbers(self, job_id: str | None = None, name: str | None = None,
-                     keys: Sequence[str] = ()) -> dict[str, F64]:
-        return self.secondary.span_numbers(job_id, name, keys)
+                     keys: Sequence[str] = (), start: float | None = None, end: float | None = None
+                     ) -> dict[str, F64]:
+        return self.secondary.span_numbers(job_id, name, keys, start, end)
 
     def events(self, entity_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                start: float | None = None, end: float | None = None) -> list[Event]:
