@@ -5,10 +5,12 @@ most of a GPU's peers at once is the job's symptom; on one GPU among steady peer
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from suanli.analysis.findings import Finding
 from suanli.incidents.correlate import correlate
-from suanli.incidents.jobwide import fold_job_wide
+from suanli.incidents.jobwide import JobWideConfig, fold_job_wide
 from suanli.incidents.model import Signal
 from suanli.incidents.signals import finding_signals
 from suanli.inventory import Inventory, load_inventory
@@ -95,3 +97,40 @@ def test_a_nics_peers_are_its_jobs_other_nics_and_half_of_them_is_the_bar(inv: I
     over = next(k for k in range(1, len(nics) + 1) if k - 1 >= 0.5 * peers)      # the fewest that fold
     assert all(not s.direct for s in fold_job_wide([quiet(n) for n in nics[:over]], inv))
     assert all(s.direct for s in fold_job_wide([quiet(n) for n in nics[:over - 1]], inv))
+
+
+def _by_brute_force(sigs: list[Signal], inv: Inventory) -> list[int]:
+    """Each NIC signal's peers firing with it, by testing every peer NIC's alerts for overlap (the
+    rule the module states, without its bisection)."""
+    nics = sorted({n for g in _gpus(inv) if (n := inv.topology.nic_for_gpu(g)) is not None})
+
+    def overlap(a: Signal, b: Signal) -> bool:
+        inf = float("inf")
+        return a.start <= (b.end if b.end is not None else inf) and b.start <= (a.end if a.end is not None else inf)
+
+    out = []
+    for s in sigs:
+        mates = [n for n in nics if n != s.entity_id]
+        firing = sum(1 for p in mates if any(o.entity_id == p and o.name == s.name and overlap(s, o) for o in sigs))
+        out.append(firing)
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_nic_alert_storms_fold_as_the_brute_force_rule_says(inv: Inventory, data: st.DataObject) -> None:
+    """Random NIC alerts of two names (several per NIC, gaps, open ends, touching, inverted) give
+    the verdicts of testing every peer at every bar from 0 to all peers, so the count of firing
+    peers itself agrees: the bisection and its fallback both."""
+    nics = sorted({n for g in _gpus(inv) if (n := inv.topology.nic_for_gpu(g)) is not None})
+    times = st.integers(0, 20).map(lambda t: T0 + 10.0 * t)
+    alert = st.tuples(st.sampled_from(nics), st.sampled_from(["nic_rx_quiet", "nic_tx_quiet"]), times,
+                      st.one_of(st.none(), st.integers(-2, 12)))
+    sigs = [Signal("rule", name, "nic", nic, start, None if d is None else start + 10.0 * d, start, "nic_down", 0.6,
+                   (), direct=True)
+            for nic, name, start, d in data.draw(st.lists(alert, min_size=1, max_size=3 * len(nics)))]
+    want = _by_brute_force(sigs, inv)
+    peers = len(nics) - 1
+    for bar in range(peers + 1):
+        got = [not s.direct for s in fold_job_wide(sigs, inv, JobWideConfig(share=(bar - 0.5) / peers))]
+        assert got == [n >= bar for n in want], bar
