@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,22 +15,14 @@ from rich.console import Console
 from suanli.cli.base import DEFAULT_DB, app, err, out, progress_bar, run_verb
 from suanli.cli.paths import output_format
 from suanli.cli.window import flag_time, verb_window
-from suanli.config import Config
 from suanli.errors import InputError
 from suanli.inventory import Inventory
-from suanli.pipeline import (
-    Diagnosis,
-    Files,
-    load_inputs,
-    open_db,
-    open_folder,
-    open_prometheus,
-    stored_inventory,
-)
-from suanli.pipeline import diagnose as run_pipeline
-from suanli.store.duck import DuckStore
-from suanli.store.promql import PromConfig, PromStore
-from suanli.store.promql.secrets import read_basic_auth, read_secret
+
+if TYPE_CHECKING:       # imported where used: the pipeline and every analysis' settings, not at start-up
+    from suanli.config import Config
+    from suanli.pipeline import Diagnosis
+    from suanli.store.duck import DuckStore
+    from suanli.store.promql import PromConfig, PromStore
 
 __all__ = ["ANALYSIS_FAILED", "REPORT_FORMATS", "Backend", "diagnose", "diagnose_cmd", "open_diagnosis", "prom_config",
            "rca", "rca_cmd", "write_back"]
@@ -63,6 +55,10 @@ class Backend:
 
 def prom_config(b: Backend) -> PromConfig:
     """The TSDB's connection settings from the flags; secrets are read from files, never argv."""
+    from suanli.store.promql import PromConfig
+    from suanli.store.promql.metric_map import combine, load_metric_map
+    from suanli.store.promql.secrets import read_basic_auth, read_secret
+
     assert b.url is not None
     if not b.url.startswith(("http://", "https://")):
         raise InputError(f"--prometheus {b.url!r}: expected an http:// or https:// URL")
@@ -70,7 +66,6 @@ def prom_config(b: Backend) -> PromConfig:
         raise InputError("--bearer-token-file and --basic-auth-file: give one of them")
     token = read_secret(b.bearer_token_file, "--bearer-token-file") if b.bearer_token_file else None
     user, password = read_basic_auth(b.basic_auth_file, "--basic-auth-file") if b.basic_auth_file else (None, None)
-    from suanli.store.promql.metric_map import combine, load_metric_map
 
     names = combine(load_metric_map(m) for m in b.metric_maps)
     return PromConfig(b.url.rstrip("/"), username=user, password=password, bearer_token=token, metric_map=names)
@@ -138,7 +133,10 @@ def open_diagnosis(folder: Path | None, db: Path | None, start: str | None, end:
                    backend: Backend | None = None) -> tuple[Diagnosis, DuckStore | PromStore, Inventory]:
     """Diagnose a scenario folder, a database or a TSDB over the flags' window; the store stays open
     (the caller closes it). A bad flag or file is exit 2 before any data is read."""
+    from suanli.config import Config
     from suanli.ingest.load import skipped_files
+    from suanli.pipeline import Files, load_inputs, open_db, open_folder, open_prometheus, stored_inventory
+    from suanli.pipeline import diagnose as run_pipeline
     from suanli.store.api import missing_inputs
 
     backend = backend or Backend()

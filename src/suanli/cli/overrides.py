@@ -10,7 +10,6 @@ from rich.console import Console
 
 from suanli.cli.base import DEFAULT_DB, app, out, run_verb
 from suanli.errors import InputError
-from suanli.pipeline import open_db, stored_inventory
 
 __all__ = ["gpu_override", "override_cmd"]
 
@@ -38,6 +37,7 @@ def _login() -> str:
 
 def override_cmd(console: Console, gpu: str, state: str, reason: str, who: str, db: Path) -> int:
     from suanli.analysis.health.overrides import record_override
+    from suanli.pipeline import open_db, stored_inventory
 
     if state not in ("healthy", "retired"):
         raise InputError(f"--state {state}: expected healthy or retired")

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-import uvicorn
 from rich.console import Console
 
 from suanli.cli.base import app, err, out, run_verb
 from suanli.errors import InputError
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from suanli.sim.live import LiveTwin
     from suanli.web.service import Service
     from suanli.web.settings import ServeConfig
@@ -100,15 +101,20 @@ def _once(console: Console, svc: Service, as_json: bool) -> int:
     return ANALYSIS_FAILED if failed else 0
 
 
-class _Server(uvicorn.Server):
+def _server(config: uvicorn.Config) -> uvicorn.Server:
     """uvicorn's server, except that a SIGTERM / SIGINT it caught is not raised again when it
-    returns: ``serve`` still has its sources, its analysis loop and its store to stop."""
+    returns: ``serve`` still has its sources, its analysis loop and its store to stop. (A class
+    made here: uvicorn is imported when serving, not by every verb at start-up.)"""
+    import uvicorn
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        with super().capture_signals():
-            yield
-            self._captured_signals.clear()
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
+    return Server(config)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -125,8 +131,10 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def _run(console: Console, svc: Service, sock: socket.socket) -> None:
     """Serve until SIGTERM / SIGINT (uvicorn's handlers), then stop everything in order."""
+    import uvicorn
+
     app_ = svc.build_app()
-    server = _Server(uvicorn.Config(app_, log_level="warning", lifespan="on", access_log=False))
+    server = _server(uvicorn.Config(app_, log_level="warning", lifespan="on", access_log=False))
     logging.getLogger("suanli").setLevel(logging.INFO)
     started = False
     try:
@@ -150,6 +158,8 @@ def demo_live(console: Console, out_dir: Path, seed: int, speed: float) -> int:
     printed as they open, then the truth beside what was found."""
     import secrets
     import threading
+
+    import uvicorn
 
     from suanli.sim import demo_cluster
     from suanli.sim.live import LiveTwin

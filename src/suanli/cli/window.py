@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from suanli.analysis.window import Window
-from suanli.config import CommandsConfig
 from suanli.errors import InputError
 from suanli.timefmt import parse_time, to_rfc3339
+
+if TYPE_CHECKING:                      # every verb imports this module: not the whole Config at start-up
+    from suanli.config import CommandsConfig
 
 __all__ = ["flag_time", "verb_window"]
 
